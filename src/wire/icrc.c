@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <string.h>
+
+#include <isa-l/crc.h>
+
+#include "wire/bytes.h"
+#include "wire/icrc.h"
+
+/* 8 bytes of ones (the absent LRH) + the longest L3/L4 (IPv6 + UDP) + BTH. */
+#define PSEUDO_MAX (8 + UROCE_IPV6_LEN + UROCE_UDP_LEN + UROCE_BTH_LEN)
+
+uint32_t uroce_icrc_begin(enum uroce_encap encap, const uint8_t *l3l4, const uint8_t *bth)
+{
+	uint8_t b[PSEUDO_MAX];
+	uint8_t *h = b + 8;
+	size_t n;
+
+	memset(b, 0xFF, 8);
+	switch (encap) {
+	case UROCE_ENCAP_V2_IPV4:
+		n = UROCE_IPV4_LEN + UROCE_UDP_LEN;
+		memcpy(h, l3l4, n);
+		h[1] = 0xFF;			/* TOS */
+		h[8] = 0xFF;			/* TTL */
+		h[10] = h[11] = 0xFF;		/* header checksum */
+		h[26] = h[27] = 0xFF;		/* UDP checksum */
+		break;
+	case UROCE_ENCAP_V2_IPV6:
+		n = UROCE_IPV6_LEN + UROCE_UDP_LEN;
+		memcpy(h, l3l4, n);
+		h[0] |= 0x0F;			/* traffic class, low nibble */
+		h[1] = h[2] = h[3] = 0xFF;	/* traffic class, flow label */
+		h[7] = 0xFF;			/* hop limit */
+		h[46] = h[47] = 0xFF;		/* UDP checksum */
+		break;
+	case UROCE_ENCAP_V1:
+		n = UROCE_GRH_LEN;
+		memcpy(h, l3l4, n);
+		h[0] |= 0x0F;
+		h[1] = h[2] = h[3] = 0xFF;
+		h[7] = 0xFF;
+		break;
+	case UROCE_ENCAP_NONE:
+	default:
+		return 0;
+	}
+	memcpy(h + n, bth, UROCE_BTH_LEN);
+	h[n + 4] = 0xFF; /* FECN, BECN, resv6 */
+	return crc32_gzip_refl(0, b, 8 + n + UROCE_BTH_LEN);
+}
+
+uint32_t uroce_icrc_update(uint32_t crc, const uint8_t *p, size_t len)
+{
+	return crc32_gzip_refl(crc, p, len);
+}
+
+uint32_t uroce_icrc(enum uroce_encap encap, const uint8_t *l3l4, const uint8_t *roce, size_t len)
+{
+	uint32_t crc = uroce_icrc_begin(encap, l3l4, roce);
+
+	return uroce_icrc_update(crc, roce + UROCE_BTH_LEN, len - UROCE_BTH_LEN);
+}
+
+/*
+ * GF(2) polynomial arithmetic modulo the CRC-32 polynomial, in the reflected bit order of the
+ * CRC register (bit 31 is x^0). The standard technique behind crc32_combine.
+ */
+#define CRC32_POLY_REFL 0xEDB88320u
+
+static uint32_t mulmodp(uint32_t a, uint32_t b)
+{
+	uint32_t m = 1u << 31;
+	uint32_t p = 0;
+
+	for (;;) {
+		if (a & m) {
+			p ^= b;
+			if ((a & (m - 1)) == 0)
+				break;
+		}
+		m >>= 1;
+		b = b & 1 ? (b >> 1) ^ CRC32_POLY_REFL : b >> 1;
+	}
+	return p;
+}
+
+/* x^(8 * nbytes) mod P. */
+static uint32_t xpow8n(uint64_t nbytes)
+{
+	uint32_t r = 1u << 31; /* x^0 */
+	uint32_t sq = 1u << 23; /* x^8 */
+
+	while (nbytes) {
+		if (nbytes & 1)
+			r = mulmodp(sq, r);
+		sq = mulmodp(sq, sq);
+		nbytes >>= 1;
+	}
+	return r;
+}
+
+/* Linear CRC register (zero start, no final inversion) after two bytes. */
+static uint32_t lin_crc2(uint8_t b0, uint8_t b1)
+{
+	uint32_t c = 0;
+	uint8_t bytes[2] = { b0, b1 };
+
+	for (int i = 0; i < 2; i++) {
+		c ^= bytes[i];
+		for (int k = 0; k < 8; k++)
+			c = c & 1 ? (c >> 1) ^ CRC32_POLY_REFL : c >> 1;
+	}
+	return c;
+}
+
+void uroce_ipid_solver_init(struct uroce_ipid_solver *s, uint32_t roce_len)
+{
+	/*
+	 * Pseudo-packet: 8 x FF, IPv4 (ID at bytes 4-5), UDP, then roce_len - 4 bytes before the
+	 * ICRC. The ID's last byte is pseudo byte 13; what follows it is
+	 * (8 + 20 + 8 + roce_len - 4) - 14 bytes.
+	 */
+	uint32_t shift = xpow8n((uint64_t)roce_len + 18);
+
+	s->roce_len = roce_len;
+	for (int i = 0; i < 16; i++) {
+		uint16_t id = (uint16_t)(1u << i);
+
+		s->col[i] = mulmodp(shift, lin_crc2((uint8_t)(id >> 8), (uint8_t)id));
+	}
+	/* Gaussian elimination: basis[j] has bit pivot[j] set and 0 at every earlier pivot. */
+	for (int i = 0; i < 16; i++) {
+		uint32_t v = s->col[i];
+		uint16_t comb = (uint16_t)(1u << i);
+
+		for (int j = 0; j < i; j++) {
+			if (v & s->pivot[j]) {
+				v ^= s->basis[j];
+				comb ^= s->comb[j];
+			}
+		}
+		/* L is injective (no burst of <= 32 bits is a CRC-32 multiple): v != 0. */
+		s->basis[i] = v;
+		s->comb[i] = comb;
+		s->pivot[i] = v & -v;
+		for (int j = 0; j < i; j++) {
+			if (s->basis[j] & s->pivot[i]) {
+				s->basis[j] ^= v;
+				s->comb[j] ^= comb;
+			}
+		}
+	}
+}
+
+int uroce_ipid_solve(const struct uroce_ipid_solver *s, uint32_t icrc_id0, uint32_t icrc_wire,
+		     uint16_t *id)
+{
+	uint32_t d = icrc_id0 ^ icrc_wire;
+	uint16_t x = 0;
+
+	for (int j = 0; j < 16; j++) {
+		if (d & s->pivot[j]) {
+			d ^= s->basis[j];
+			x ^= s->comb[j];
+		}
+	}
+	if (d)
+		return -EBADMSG;
+	*id = x;
+	return 0;
+}

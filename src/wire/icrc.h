@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Invariant CRC (IBTA 7.8.1, annex A16/A17; rxe_icrc.c): CRC-32 (zlib's) over
+ * 8 x 0xFF || masked L3 || masked UDP || BTH with byte 4 = 0xFF || the rest up to the ICRC.
+ * Masked to ones: IPv4 TOS, TTL, header checksum; IPv6/GRH traffic class, flow label, hop limit;
+ * UDP checksum. The result goes on the wire least-significant byte first.
+ *
+ * Computed with ISA-L's crc32_gzip_refl. All functions are pure.
+ */
+#ifndef UROCE_WIRE_ICRC_H
+#define UROCE_WIRE_ICRC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wire/packet.h"
+
+/*
+ * The CRC state after the pseudo-header and the BTH.
+ * l3l4: for V2_IPV4 a 20-byte IPv4 header followed by the 8-byte UDP header (28 bytes);
+ *       for V2_IPV6 the 40-byte IPv6 header and the UDP header (48 bytes);
+ *       for V1 the 40-byte GRH.
+ * The IPv4 header must have no options. bth: the 12 BTH bytes.
+ * Returns 0 for UROCE_ENCAP_NONE (a caller bug).
+ */
+uint32_t uroce_icrc_begin(enum uroce_encap encap, const uint8_t *l3l4, const uint8_t *bth);
+
+/* Continue over the bytes after the BTH (extension headers, payload, pad). */
+uint32_t uroce_icrc_update(uint32_t crc, const uint8_t *p, size_t len);
+
+/* One call: the ICRC for the transport packet roce[0 .. len) (len excludes the ICRC). */
+uint32_t uroce_icrc(enum uroce_encap encap, const uint8_t *l3l4, const uint8_t *roce, size_t len);
+
+/*
+ * Recovering the IPv4 Identification of a RoCE v2 packet received on a UDP socket
+ * (roce-reference.md 1.12). For a fixed length the ICRC is affine in the 16-bit ID:
+ * icrc(id) = icrc(0) ^ L(id), with L linear and injective. A solver is built per transport length
+ * (BTH..ICRC inclusive) and reused for every packet of that length.
+ */
+struct uroce_ipid_solver {
+	uint32_t roce_len;
+	uint32_t col[16];   /* L(1 << i) */
+	uint32_t basis[16]; /* reduced columns, by pivot order */
+	uint16_t comb[16];  /* which ID bits make each reduced column */
+	uint32_t pivot[16]; /* one-bit masks */
+};
+
+/* Build the solver for transport packets of roce_len bytes (BTH through ICRC inclusive). */
+void uroce_ipid_solver_init(struct uroce_ipid_solver *s, uint32_t roce_len);
+
+/*
+ * Given the ICRC computed with ID 0 and the ICRC received, find the ID that makes them agree.
+ * Returns 0 and *id, or -EBADMSG when no ID does (the packet is corrupt).
+ */
+int uroce_ipid_solve(const struct uroce_ipid_solver *s, uint32_t icrc_id0, uint32_t icrc_wire,
+		     uint16_t *id);
+
+#endif
