@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: MIT */
+/* The engine object: tables, scheduling of QPs that have packets to send, timers, events. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "transport/internal.h"
+
+const char *const uroce_counter_names[UROCE_CNT_MAX] = {
+#define UROCE_COUNTER_NAME(id, name) [UROCE_CNT_##id] = name,
+	UROCE_COUNTERS(UROCE_COUNTER_NAME)
+#undef UROCE_COUNTER_NAME
+};
+
+void uroce_eng_cfg_default(struct uroce_eng_cfg *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->qpn_base = 0x11;
+	cfg->max_qp = 1024;
+	cfg->max_mr = 4096;
+	cfg->max_cq = 1024;
+	cfg->max_srq = 256;
+	cfg->max_ah = 4096;
+	cfg->max_pd = 256;
+	cfg->max_events = 1024;
+	cfg->key_seed = 0;
+}
+
+int uroce_eng_create(struct uroce_eng **out, const struct uroce_eng_cfg *cfg)
+{
+	if (cfg->qpn_base < 2 || !cfg->max_qp || cfg->qpn_base + (uint64_t)cfg->max_qp > 0xFFFFFF ||
+	    !cfg->max_mr || cfg->max_mr > 0xFFFFFF || !cfg->max_events)
+		return -EINVAL;
+	struct uroce_eng *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return -ENOMEM;
+	e->cfg = *cfg;
+	e->cfg.max_events = uroce_pow2(cfg->max_events);
+	e->mr_gen = cfg->key_seed;
+	e->pds = calloc(cfg->max_pd ? cfg->max_pd : 1, sizeof(*e->pds));
+	e->mrs = calloc(cfg->max_mr, sizeof(*e->mrs));
+	e->ahs = calloc(cfg->max_ah ? cfg->max_ah : 1, sizeof(*e->ahs));
+	e->cqs = calloc(cfg->max_cq ? cfg->max_cq : 1, sizeof(*e->cqs));
+	e->srqs = calloc(cfg->max_srq ? cfg->max_srq : 1, sizeof(*e->srqs));
+	e->qps = calloc(cfg->max_qp, sizeof(*e->qps));
+	e->events = calloc(e->cfg.max_events, sizeof(*e->events));
+	e->bounce = malloc((size_t)UROCE_TX_BOUNCE * UROCE_TX_BOUNCE_SIZE);
+	if (!e->pds || !e->mrs || !e->ahs || !e->cqs || !e->srqs || !e->qps || !e->events ||
+	    !e->bounce) {
+		uroce_eng_destroy(e);
+		return -ENOMEM;
+	}
+	*out = e;
+	return 0;
+}
+
+void uroce_eng_destroy(struct uroce_eng *e)
+{
+	if (!e)
+		return;
+	/* Children first: QPs hold CQs, SRQs and PDs; MRs, AHs and SRQs hold PDs. */
+	for (uint32_t i = 0; e->qps && i < e->cfg.max_qp; i++)
+		if (e->qps[i])
+			uroce_qp_destroy(e->qps[i]);
+	if (e->gsi)
+		uroce_qp_destroy(e->gsi);
+	for (uint32_t i = 0; e->mrs && i < e->cfg.max_mr; i++)
+		if (e->mrs[i])
+			uroce_mr_dereg(e->mrs[i]);
+	for (uint32_t i = 0; e->ahs && i < e->cfg.max_ah; i++)
+		if (e->ahs[i])
+			uroce_ah_destroy(e->ahs[i]);
+	for (uint32_t i = 0; e->srqs && i < e->cfg.max_srq; i++)
+		if (e->srqs[i])
+			uroce_srq_destroy(e->srqs[i]);
+	for (uint32_t i = 0; e->cqs && i < e->cfg.max_cq; i++)
+		if (e->cqs[i])
+			uroce_cq_destroy(e->cqs[i]);
+	for (uint32_t i = 0; e->pds && i < e->cfg.max_pd; i++)
+		if (e->pds[i])
+			uroce_pd_free(e->pds[i]);
+	free(e->pds);
+	free(e->mrs);
+	free(e->ahs);
+	free(e->cqs);
+	free(e->srqs);
+	free(e->qps);
+	free(e->events);
+	free(e->bounce);
+	free(e);
+}
+
+uint64_t uroce_eng_counter(const struct uroce_eng *e, enum uroce_counter c)
+{
+	return c < UROCE_CNT_MAX ? e->counters[c] : 0;
+}
+
+void uroce_eng_event(struct uroce_eng *e, enum uroce_event_type type, void *obj, void *user)
+{
+	if (e->ev_tail - e->ev_head == e->cfg.max_events)
+		return; /* full: the oldest events are kept, as a device's event queue does */
+	struct uroce_event *ev = &e->events[e->ev_tail++ & (e->cfg.max_events - 1)];
+
+	ev->type = type;
+	ev->obj.cq = obj;
+	ev->user = user;
+}
+
+int uroce_eng_poll_event(struct uroce_eng *e, struct uroce_event *ev)
+{
+	if (e->ev_head == e->ev_tail)
+		return 0;
+	*ev = e->events[e->ev_head++ & (e->cfg.max_events - 1)];
+	return 1;
+}
+
+/* ---- ready list ------------------------------------------------------------------------- */
+
+void uroce_qp_schedule(struct uroce_qp *qp)
+{
+	struct uroce_eng *e = qp->eng;
+
+	if (qp->on_ready)
+		return;
+	qp->on_ready = true;
+	qp->ready_next = NULL;
+	if (e->ready_tail)
+		e->ready_tail->ready_next = qp;
+	else
+		e->ready_head = qp;
+	e->ready_tail = qp;
+}
+
+void uroce_qp_unschedule(struct uroce_qp *qp)
+{
+	struct uroce_eng *e = qp->eng;
+	struct uroce_qp **pp = &e->ready_head, *prev = NULL;
+
+	if (!qp->on_ready)
+		return;
+	while (*pp && *pp != qp) {
+		prev = *pp;
+		pp = &(*pp)->ready_next;
+	}
+	if (*pp) {
+		*pp = qp->ready_next;
+		if (e->ready_tail == qp)
+			e->ready_tail = prev;
+	}
+	qp->on_ready = false;
+	qp->ready_next = NULL;
+}
+
+static bool qp_has_work(const struct uroce_qp *qp)
+{
+	return uroce_resp_has_work(qp) || uroce_req_has_work(qp);
+}
+
+bool uroce_eng_tx_pending(const struct uroce_eng *e)
+{
+	for (const struct uroce_qp *qp = e->ready_head; qp; qp = qp->ready_next)
+		if (qp_has_work(qp))
+			return true;
+	return false;
+}
+
+/* Packets one QP may emit before the next QP gets its turn. */
+#define UROCE_TX_QUANTUM 16
+
+int uroce_eng_tx(struct uroce_eng *e, uint64_t now, struct uroce_tx_pkt *out, int max)
+{
+	int n = 0;
+
+	e->now = now;
+	e->bounce_used = 0;
+	while (n < max && e->ready_head) {
+		struct uroce_qp *qp = e->ready_head;
+
+		/* Pop, serve up to a quantum, and requeue at the tail if work remains. */
+		e->ready_head = qp->ready_next;
+		if (!e->ready_head)
+			e->ready_tail = NULL;
+		qp->on_ready = false;
+		qp->ready_next = NULL;
+
+		int q = 0;
+
+		while (n < max && q < UROCE_TX_QUANTUM) {
+			int r = uroce_resp_next(qp, &out[n]);
+
+			if (r == 0)
+				r = uroce_req_next(qp, &out[n]);
+			if (r <= 0)
+				break;
+			n++;
+			q++;
+			uroce_count(e, UROCE_CNT_SENT_PKTS);
+		}
+		if (qp_has_work(qp))
+			uroce_qp_schedule(qp);
+		if (q == 0 && !qp->on_ready)
+			continue;
+		if (q == 0)
+			break; /* work remains but is blocked (bounce buffers exhausted): stop */
+	}
+	return n;
+}
+
+void uroce_eng_advance(struct uroce_eng *e, uint64_t now)
+{
+	e->now = now;
+	for (uint32_t i = 0; i < e->cfg.max_qp; i++) {
+		struct uroce_qp *qp = e->qps[i];
+
+		if (qp && qp->init.type == UROCE_QPT_RC)
+			uroce_comp_timer(qp, now);
+	}
+}
+
+uint64_t uroce_eng_next_deadline(const struct uroce_eng *e)
+{
+	uint64_t d = UROCE_NEVER;
+
+	for (uint32_t i = 0; i < e->cfg.max_qp; i++) {
+		const struct uroce_qp *qp = e->qps[i];
+
+		if (!qp || qp->init.type != UROCE_QPT_RC)
+			continue;
+		if (qp->comp.timeout_at < d)
+			d = qp->comp.timeout_at;
+		if (qp->req.rnr_until && qp->req.rnr_until < d)
+			d = qp->req.rnr_until;
+	}
+	return d;
+}

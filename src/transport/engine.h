@@ -1,0 +1,519 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The uroce transport engine: InfiniBand RC, UC and UD queue pairs (and QP1, the GSI QP) as a
+ * sans-I/O state machine.
+ *
+ * What goes in: verbs-like calls (create objects, modify QPs, post work requests), received
+ * transport packets (BTH..ICRC, already ICRC-checked by the caller), and the current time.
+ * What comes out: transport packets to send (headers built here, payload pointing into
+ * registered memory: zero-copy), work completions in CQs, asynchronous events, and the next
+ * deadline at which uroce_eng_advance() must be called.
+ *
+ * The engine makes no system call, reads no clock, starts no thread and prints nothing. It is not
+ * thread-safe: one caller at a time (the host layer serialises). All objects are allocated when
+ * they are created; the data path allocates nothing.
+ *
+ * Enum values and bit masks equal those of rdma-core's <infiniband/verbs.h> so that the compat
+ * layer converts by assignment (it checks this with static assertions). The engine does not
+ * include rdma-core headers.
+ *
+ * Errors: int functions return 0 or a negative errno (-EINVAL bad argument or illegal
+ * transition, -ENOMEM, -EBUSY object still in use, -ENOSPC queue full, -EOPNOTSUPP).
+ */
+#ifndef UROCE_TRANSPORT_ENGINE_H
+#define UROCE_TRANSPORT_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wire/packet.h"
+
+struct uroce_eng;
+struct uroce_pd;
+struct uroce_mr;
+struct uroce_cq;
+struct uroce_qp;
+struct uroce_srq;
+struct uroce_ah;
+
+#define UROCE_NEVER UINT64_MAX /* no deadline */
+
+/* ---- engine ---------------------------------------------------------------------------- */
+
+struct uroce_eng_cfg {
+	uint32_t qpn_base;  /* first QPN handed out (>= 2; several processes share a device) */
+	uint32_t max_qp;    /* QPs (QPN range qpn_base .. qpn_base + max_qp - 1), plus QP1 */
+	uint32_t max_mr;
+	uint32_t max_cq;
+	uint32_t max_srq;
+	uint32_t max_ah;
+	uint32_t max_pd;
+	uint32_t max_events; /* async event queue depth */
+	uint8_t key_seed;    /* low byte of the first lkey/rkey (deterministic tests) */
+};
+
+/* Fills a configuration with the defaults. */
+void uroce_eng_cfg_default(struct uroce_eng_cfg *cfg);
+int uroce_eng_create(struct uroce_eng **out, const struct uroce_eng_cfg *cfg);
+/* Destroys the engine and every object still in it. */
+void uroce_eng_destroy(struct uroce_eng *e);
+
+/* ---- counters (names as rxe's hw_counters where the meaning is the same) ---------------- */
+
+#define UROCE_COUNTERS(X)                                                                         \
+	X(SENT_PKTS, "sent_pkts")                                                                 \
+	X(RCVD_PKTS, "rcvd_pkts")                                                                 \
+	X(DUPLICATE_REQUEST, "duplicate_request")                                                 \
+	X(OUT_OF_SEQ_REQUEST, "out_of_seq_request")                                               \
+	X(RCVD_RNR_ERR, "rcvd_rnr_err")                                                           \
+	X(SEND_RNR_ERR, "send_rnr_err")                                                           \
+	X(RCVD_SEQ_ERR, "rcvd_seq_err")                                                           \
+	X(ACK_DEFERRED, "ack_deferred")                                                           \
+	X(RETRY_EXCEEDED_ERR, "retry_exceeded_err")                                               \
+	X(RNR_RETRY_EXCEEDED_ERR, "rnr_retry_exceeded_err")                                       \
+	X(COMPLETER_RETRY_ERR, "completer_retry_err")                                             \
+	X(SEND_ERR, "send_err")                                                                   \
+	X(LINK_DOWNED, "link_downed")                                                             \
+	X(RDMA_SENDS, "rdma_sends")                                                               \
+	X(RDMA_RECVS, "rdma_recvs")                                                               \
+	X(RCVD_ACKS, "rcvd_acks")                                                                 \
+	X(SENT_ACKS, "sent_acks")                                                                 \
+	X(SENT_NAKS, "sent_naks")                                                                 \
+	X(RCVD_NAKS, "rcvd_naks")                                                                 \
+	X(LOCAL_ACK_TIMEOUT_ERR, "local_ack_timeout_err")                                         \
+	X(RETRANSMITTED_PKTS, "retransmitted_pkts")                                               \
+	X(DROP_NO_QP, "drop_no_qp")                                                               \
+	X(DROP_BAD_OPCODE, "drop_bad_opcode")                                                     \
+	X(DROP_BAD_STATE, "drop_bad_state")                                                       \
+	X(DROP_BAD_PKEY, "drop_bad_pkey")                                                         \
+	X(DROP_BAD_QKEY, "drop_bad_qkey")                                                         \
+	X(DROP_BAD_HEADER, "drop_bad_header")                                                     \
+	X(DROP_BAD_ADDR, "drop_bad_addr")                                                         \
+	X(DROP_UNEXPECTED, "drop_unexpected")                                                     \
+	X(DROP_UC_SEQ, "drop_uc_seq")                                                             \
+	X(DROP_CQ_OVERFLOW, "drop_cq_overflow")                                                   \
+	X(DROP_NO_RECV, "drop_no_recv")                                                           \
+	X(DROP_DUPLICATE_RESP, "drop_duplicate_resp")                                                   \
+	X(REM_ACCESS_ERR_SENT, "rem_access_err_sent")                                             \
+	X(REM_INV_REQ_SENT, "rem_inv_req_sent")                                                   \
+	X(READ_REPLAYED, "read_replayed")                                                         \
+	X(ATOMIC_REPLAYED, "atomic_replayed")                                                     \
+	X(CNP_RCVD, "cnp_rcvd")
+
+enum uroce_counter {
+#define UROCE_COUNTER_ENUM(id, name) UROCE_CNT_##id,
+	UROCE_COUNTERS(UROCE_COUNTER_ENUM)
+#undef UROCE_COUNTER_ENUM
+	UROCE_CNT_MAX
+};
+
+extern const char *const uroce_counter_names[UROCE_CNT_MAX];
+uint64_t uroce_eng_counter(const struct uroce_eng *e, enum uroce_counter c);
+
+/* ---- protection domains, memory regions, address handles ------------------------------- */
+
+enum uroce_access {
+	UROCE_ACCESS_LOCAL_WRITE = 1,
+	UROCE_ACCESS_REMOTE_WRITE = 2,
+	UROCE_ACCESS_REMOTE_READ = 4,
+	UROCE_ACCESS_REMOTE_ATOMIC = 8,
+	UROCE_ACCESS_MW_BIND = 16,
+	UROCE_ACCESS_ZERO_BASED = 32,
+};
+
+int uroce_pd_alloc(struct uroce_eng *e, struct uroce_pd **out);
+/* -EBUSY while MRs, QPs, SRQs or AHs use it. */
+int uroce_pd_free(struct uroce_pd *pd);
+
+/*
+ * Register [addr, addr + len) with I/O virtual address iova (remote VAs are iova-based).
+ * Remote write or atomic access needs local write (IBTA 10.6.3.1): -EINVAL otherwise.
+ */
+int uroce_mr_reg(struct uroce_pd *pd, void *addr, size_t len, uint64_t iova, unsigned access,
+		 struct uroce_mr **out);
+int uroce_mr_dereg(struct uroce_mr *mr);
+uint32_t uroce_mr_lkey(const struct uroce_mr *mr);
+uint32_t uroce_mr_rkey(const struct uroce_mr *mr);
+
+/* Address vector: how to reach a peer. The engine copies it into every packet it sends. */
+struct uroce_av {
+	uint8_t dgid[16];
+	uint32_t flow_label;
+	uint8_t sgid_index;
+	uint8_t hop_limit;
+	uint8_t traffic_class;
+	uint8_t sl;
+	uint8_t port_num;
+	bool is_global;
+	uint8_t dmac[6]; /* filled by the host layer when resolved */
+};
+
+int uroce_ah_create(struct uroce_pd *pd, const struct uroce_av *av, struct uroce_ah **out);
+int uroce_ah_destroy(struct uroce_ah *ah);
+
+/* ---- completion queues ----------------------------------------------------------------- */
+
+enum uroce_wc_status {
+	UROCE_WC_SUCCESS = 0,
+	UROCE_WC_LOC_LEN_ERR = 1,
+	UROCE_WC_LOC_QP_OP_ERR = 2,
+	UROCE_WC_LOC_EEC_OP_ERR = 3,
+	UROCE_WC_LOC_PROT_ERR = 4,
+	UROCE_WC_WR_FLUSH_ERR = 5,
+	UROCE_WC_MW_BIND_ERR = 6,
+	UROCE_WC_BAD_RESP_ERR = 7,
+	UROCE_WC_LOC_ACCESS_ERR = 8,
+	UROCE_WC_REM_INV_REQ_ERR = 9,
+	UROCE_WC_REM_ACCESS_ERR = 10,
+	UROCE_WC_REM_OP_ERR = 11,
+	UROCE_WC_RETRY_EXC_ERR = 12,
+	UROCE_WC_RNR_RETRY_EXC_ERR = 13,
+	UROCE_WC_LOC_RDD_VIOL_ERR = 14,
+	UROCE_WC_REM_INV_RD_REQ_ERR = 15,
+	UROCE_WC_REM_ABORT_ERR = 16,
+	UROCE_WC_INV_EECN_ERR = 17,
+	UROCE_WC_INV_EEC_STATE_ERR = 18,
+	UROCE_WC_FATAL_ERR = 19,
+	UROCE_WC_RESP_TIMEOUT_ERR = 20,
+	UROCE_WC_GENERAL_ERR = 21,
+};
+
+enum uroce_wc_opcode {
+	UROCE_WC_SEND = 0,
+	UROCE_WC_RDMA_WRITE = 1,
+	UROCE_WC_RDMA_READ = 2,
+	UROCE_WC_COMP_SWAP = 3,
+	UROCE_WC_FETCH_ADD = 4,
+	UROCE_WC_BIND_MW = 5,
+	UROCE_WC_LOCAL_INV = 6,
+	UROCE_WC_RECV = 1 << 7,
+	UROCE_WC_RECV_RDMA_WITH_IMM = (1 << 7) + 1,
+};
+
+enum uroce_wc_flags {
+	UROCE_WC_GRH = 1 << 0,
+	UROCE_WC_WITH_IMM = 1 << 1,
+	UROCE_WC_WITH_INV = 1 << 3,
+};
+
+struct uroce_wc {
+	uint64_t wr_id;
+	enum uroce_wc_status status;
+	enum uroce_wc_opcode opcode;
+	uint32_t vendor_err;
+	uint32_t byte_len;
+	uint32_t imm_data; /* the ImmDt field as a host-order integer (verbs hands out htonl of it) */
+	uint32_t invalidated_rkey;
+	uint32_t qp_num;
+	uint32_t src_qp;
+	unsigned wc_flags;
+	uint16_t pkey_index;
+	uint8_t sl;
+};
+
+/* A CQ of cqe entries. Overflow loses the completion and raises UROCE_EVENT_CQ_ERR. */
+int uroce_cq_create(struct uroce_eng *e, uint32_t cqe, void *user, struct uroce_cq **out);
+/* -EBUSY while a QP uses it. */
+int uroce_cq_destroy(struct uroce_cq *cq);
+/* Up to n completions, oldest first. Returns how many. */
+int uroce_cq_poll(struct uroce_cq *cq, int n, struct uroce_wc *wc);
+/* Arm: the next completion (solicited only: the next solicited receive or error) raises
+ * UROCE_EVENT_COMP once. */
+int uroce_cq_req_notify(struct uroce_cq *cq, bool solicited_only);
+uint32_t uroce_cq_count(const struct uroce_cq *cq);
+
+/* ---- shared receive queues ------------------------------------------------------------- */
+
+struct uroce_srq_attr {
+	uint32_t max_wr;
+	uint32_t max_sge;
+	uint32_t srq_limit; /* 0: disarmed; else UROCE_EVENT_SRQ_LIMIT when fewer WRs remain */
+};
+
+enum uroce_srq_attr_mask {
+	UROCE_SRQ_MAX_WR = 1 << 0,
+	UROCE_SRQ_LIMIT = 1 << 1,
+};
+
+int uroce_srq_create(struct uroce_pd *pd, const struct uroce_srq_attr *attr, void *user,
+		     struct uroce_srq **out);
+/* Resizing (UROCE_SRQ_MAX_WR) is not supported: -EOPNOTSUPP. */
+int uroce_srq_modify(struct uroce_srq *srq, const struct uroce_srq_attr *attr, unsigned mask);
+int uroce_srq_query(const struct uroce_srq *srq, struct uroce_srq_attr *attr);
+int uroce_srq_destroy(struct uroce_srq *srq);
+
+/* ---- queue pairs ------------------------------------------------------------------------ */
+
+enum uroce_qp_type {
+	UROCE_QPT_RC = 2,
+	UROCE_QPT_UC = 3,
+	UROCE_QPT_UD = 4,
+	UROCE_QPT_GSI = 0x100, /* QP1 (ib_verbs IB_QPT_GSI); one per engine */
+};
+
+enum uroce_qp_state {
+	UROCE_QPS_RESET,
+	UROCE_QPS_INIT,
+	UROCE_QPS_RTR,
+	UROCE_QPS_RTS,
+	UROCE_QPS_SQD,
+	UROCE_QPS_SQE,
+	UROCE_QPS_ERR,
+};
+
+enum uroce_mtu {
+	UROCE_MTU_256 = 1,
+	UROCE_MTU_512 = 2,
+	UROCE_MTU_1024 = 3,
+	UROCE_MTU_2048 = 4,
+	UROCE_MTU_4096 = 5,
+};
+
+static inline uint32_t uroce_mtu_bytes(enum uroce_mtu m)
+{
+	return 128u << m;
+}
+
+enum uroce_qp_attr_mask {
+	UROCE_QP_STATE = 1 << 0,
+	UROCE_QP_CUR_STATE = 1 << 1,
+	UROCE_QP_EN_SQD_ASYNC_NOTIFY = 1 << 2,
+	UROCE_QP_ACCESS_FLAGS = 1 << 3,
+	UROCE_QP_PKEY_INDEX = 1 << 4,
+	UROCE_QP_PORT = 1 << 5,
+	UROCE_QP_QKEY = 1 << 6,
+	UROCE_QP_AV = 1 << 7,
+	UROCE_QP_PATH_MTU = 1 << 8,
+	UROCE_QP_TIMEOUT = 1 << 9,
+	UROCE_QP_RETRY_CNT = 1 << 10,
+	UROCE_QP_RNR_RETRY = 1 << 11,
+	UROCE_QP_RQ_PSN = 1 << 12,
+	UROCE_QP_MAX_QP_RD_ATOMIC = 1 << 13,
+	UROCE_QP_ALT_PATH = 1 << 14,
+	UROCE_QP_MIN_RNR_TIMER = 1 << 15,
+	UROCE_QP_SQ_PSN = 1 << 16,
+	UROCE_QP_MAX_DEST_RD_ATOMIC = 1 << 17,
+	UROCE_QP_PATH_MIG_STATE = 1 << 18,
+	UROCE_QP_CAP = 1 << 19,
+	UROCE_QP_DEST_QPN = 1 << 20,
+};
+
+struct uroce_qp_cap {
+	uint32_t max_send_wr;
+	uint32_t max_recv_wr;
+	uint32_t max_send_sge;
+	uint32_t max_recv_sge;
+	uint32_t max_inline_data;
+};
+
+struct uroce_qp_init {
+	enum uroce_qp_type type;
+	struct uroce_cq *send_cq;
+	struct uroce_cq *recv_cq;
+	struct uroce_srq *srq; /* NULL: the QP has its own receive queue */
+	struct uroce_qp_cap cap;
+	bool sq_sig_all;
+	void *user;
+};
+
+struct uroce_qp_attr {
+	enum uroce_qp_state qp_state;
+	enum uroce_qp_state cur_qp_state;
+	enum uroce_mtu path_mtu;
+	uint32_t qkey;
+	uint32_t rq_psn;
+	uint32_t sq_psn;
+	uint32_t dest_qp_num;
+	unsigned qp_access_flags;
+	struct uroce_qp_cap cap;
+	struct uroce_av av;
+	uint16_t pkey_index;
+	bool en_sqd_async_notify;
+	bool sq_draining;
+	uint8_t max_rd_atomic;
+	uint8_t max_dest_rd_atomic;
+	uint8_t min_rnr_timer;
+	uint8_t port_num;
+	uint8_t timeout;
+	uint8_t retry_cnt;
+	uint8_t rnr_retry;
+};
+
+/* Device limits the engine enforces (reported by the host's query_device). */
+#define UROCE_MAX_QP_WR	     16384
+#define UROCE_MAX_SGE	     32
+#define UROCE_MAX_INLINE     256
+#define UROCE_MAX_CQE	     (1 << 20)
+#define UROCE_MAX_RD_ATOMIC  128
+#define UROCE_MAX_MSG	     (1u << 31)
+#define UROCE_MAX_PKEYS	     1
+#define UROCE_DEFAULT_PKEY   0xFFFF
+
+int uroce_qp_create(struct uroce_pd *pd, const struct uroce_qp_init *init, struct uroce_qp **out);
+/* The IBTA transition table: an illegal transition or a missing required attribute (or one not
+ * allowed for the transition) gives -EINVAL and changes nothing. Moving to ERR flushes. */
+int uroce_qp_modify(struct uroce_qp *qp, const struct uroce_qp_attr *attr, unsigned mask);
+int uroce_qp_query(const struct uroce_qp *qp, struct uroce_qp_attr *attr,
+		   struct uroce_qp_init *init);
+int uroce_qp_destroy(struct uroce_qp *qp);
+uint32_t uroce_qp_num(const struct uroce_qp *qp);
+enum uroce_qp_state uroce_qp_state(const struct uroce_qp *qp);
+
+/* ---- work requests ---------------------------------------------------------------------- */
+
+struct uroce_sge {
+	uint64_t addr;
+	uint32_t length;
+	uint32_t lkey;
+};
+
+enum uroce_wr_opcode {
+	UROCE_WR_RDMA_WRITE = 0,
+	UROCE_WR_RDMA_WRITE_WITH_IMM = 1,
+	UROCE_WR_SEND = 2,
+	UROCE_WR_SEND_WITH_IMM = 3,
+	UROCE_WR_RDMA_READ = 4,
+	UROCE_WR_ATOMIC_CMP_AND_SWP = 5,
+	UROCE_WR_ATOMIC_FETCH_AND_ADD = 6,
+	UROCE_WR_LOCAL_INV = 7,
+	UROCE_WR_BIND_MW = 8,
+	UROCE_WR_SEND_WITH_INV = 9,
+};
+
+enum uroce_send_flags {
+	UROCE_SEND_FENCE = 1 << 0,
+	UROCE_SEND_SIGNALED = 1 << 1,
+	UROCE_SEND_SOLICITED = 1 << 2,
+	UROCE_SEND_INLINE = 1 << 3,
+};
+
+struct uroce_send_wr {
+	uint64_t wr_id;
+	struct uroce_send_wr *next;
+	struct uroce_sge *sg_list;
+	int num_sge;
+	enum uroce_wr_opcode opcode;
+	unsigned send_flags;
+	uint32_t imm_data;	  /* host-order value of the wire field */
+	uint32_t invalidate_rkey; /* SEND_WITH_INV */
+	union {
+		struct {
+			uint64_t remote_addr;
+			uint32_t rkey;
+		} rdma;
+		struct {
+			uint64_t remote_addr;
+			uint64_t compare_add;
+			uint64_t swap;
+			uint32_t rkey;
+		} atomic;
+		struct {
+			struct uroce_ah *ah;
+			uint32_t remote_qpn;
+			uint32_t remote_qkey;
+		} ud;
+	} wr;
+};
+
+struct uroce_recv_wr {
+	uint64_t wr_id;
+	struct uroce_recv_wr *next;
+	struct uroce_sge *sg_list;
+	int num_sge;
+};
+
+/*
+ * Post a chain of work requests. On error *bad points at the first one not posted and the
+ * return value is negative: -EINVAL (bad opcode for the QP type, too many SGEs, inline too
+ * long, bad lkey for inline data), -ENOMEM (queue full: rdma-core's ENOMEM).
+ * Posting to a QP in ERR completes the request at once with UROCE_WC_WR_FLUSH_ERR.
+ */
+int uroce_post_send(struct uroce_qp *qp, struct uroce_send_wr *wr, struct uroce_send_wr **bad);
+int uroce_post_recv(struct uroce_qp *qp, struct uroce_recv_wr *wr, struct uroce_recv_wr **bad);
+int uroce_post_srq_recv(struct uroce_srq *srq, struct uroce_recv_wr *wr,
+			struct uroce_recv_wr **bad);
+
+/* ---- packets in and out, time ----------------------------------------------------------- */
+
+/*
+ * A received transport packet. The caller checked the ICRC and the encapsulation and says how
+ * the packet arrived: the peer's and our addresses as GIDs (v4-mapped for IPv4) and, for UD and
+ * GSI receives, the 40 bytes to place in the GRH slot of the receive buffer (roce-reference 1.1).
+ */
+struct uroce_rx_pkt {
+	const uint8_t *data; /* BTH .. ICRC inclusive */
+	uint32_t len;
+	enum uroce_encap encap;
+	uint8_t sgid[16];    /* the sender's address */
+	uint8_t dgid[16];    /* our address the packet was sent to */
+	uint8_t grh[40];     /* the GRH slot contents for UD receives */
+	uint8_t sgid_index;  /* local GID table index that matches dgid and encap */
+	bool ecn_ce;	     /* IP ECN field was CE */
+};
+
+/*
+ * Feed one received packet. Returns 0 when the packet was used, or a negative reason when it was
+ * dropped (counted: see the DROP_* counters): -ENOENT no such QP, -EBADMSG malformed or wrong
+ * key, -EPROTO wrong opcode for the QP type or state.
+ */
+int uroce_eng_rx(struct uroce_eng *e, uint64_t now, const struct uroce_rx_pkt *pkt);
+
+/*
+ * A packet to send: headers (BTH and extension headers) in hdr; the payload in place, in the
+ * memory it comes from (a registered region or the engine's inline copy); then pad zero bytes.
+ * The caller adds L2/L3/L4 and computes the ICRC over hdr, payload and pad.
+ * The payload pointer is valid until the next call into the engine.
+ */
+#define UROCE_TX_HDR_MAX 64
+struct uroce_tx_pkt {
+	uint8_t hdr[UROCE_TX_HDR_MAX];
+	uint16_t hdr_len;
+	uint8_t pad;
+	const uint8_t *payload;
+	uint32_t payload_len;
+	const struct uroce_av *av; /* where to; valid until the next call into the engine */
+	uint32_t src_qpn;	   /* for the UDP source port (rdma_get_udp_sport) */
+	uint32_t dst_qpn;
+};
+
+/* Up to max packets to send now. Returns how many were written to out. */
+int uroce_eng_tx(struct uroce_eng *e, uint64_t now, struct uroce_tx_pkt *out, int max);
+
+/* Run timers due at or before now (retransmission, RNR waits). */
+void uroce_eng_advance(struct uroce_eng *e, uint64_t now);
+
+/* The earliest time uroce_eng_advance() has work, or UROCE_NEVER. */
+uint64_t uroce_eng_next_deadline(const struct uroce_eng *e);
+
+/* Is there anything for uroce_eng_tx() to send? */
+bool uroce_eng_tx_pending(const struct uroce_eng *e);
+
+/* ---- asynchronous events ---------------------------------------------------------------- */
+
+enum uroce_event_type {
+	UROCE_EVENT_COMP,	     /* a notified completion on cq */
+	UROCE_EVENT_CQ_ERR,	     /* cq overflowed */
+	UROCE_EVENT_QP_FATAL,	     /* qp went to ERR by itself */
+	UROCE_EVENT_QP_REQ_ERR,	     /* invalid request NAK received / sent */
+	UROCE_EVENT_QP_ACCESS_ERR,   /* remote access error */
+	UROCE_EVENT_COMM_EST,	     /* first packet received in RTR */
+	UROCE_EVENT_SQ_DRAINED,	     /* SQD reached with en_sqd_async_notify */
+	UROCE_EVENT_QP_LAST_WQE_REACHED, /* an SRQ-attached QP in ERR consumed its last WQE */
+	UROCE_EVENT_SRQ_LIMIT_REACHED,
+};
+
+struct uroce_event {
+	enum uroce_event_type type;
+	union {
+		struct uroce_cq *cq;
+		struct uroce_qp *qp;
+		struct uroce_srq *srq;
+	} obj;
+	void *user; /* the object's user pointer */
+};
+
+/* Take the oldest pending event. Returns 1, or 0 when there is none. */
+int uroce_eng_poll_event(struct uroce_eng *e, struct uroce_event *ev);
+
+#endif

@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Engine internals shared by the transport's files. Each role owns its part of the QP:
+ *   qp.c     state machine and attributes, flush
+ *   post.c   work request validation and queueing
+ *   recv.c   receive: validate and dispatch
+ *   req.c    requester: builds request packets from send WQEs (qp->req)
+ *   resp.c   responder: executes requests, builds ACKs and read/atomic responses (qp->resp)
+ *   comp.c   completer: processes ACKs and responses, retries, completes send WQEs (qp->comp)
+ *   eng.c    engine object, scheduling, timers, events, counters
+ *   objects.c  PDs, MRs, AHs, CQs, SRQs
+ */
+#ifndef UROCE_TRANSPORT_INTERNAL_H
+#define UROCE_TRANSPORT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "transport/engine.h"
+#include "wire/packet.h"
+#include "wire/mad.h"
+#include "wire/psn.h"
+
+#define UROCE_MAX_UNACKED_PSNS 512 /* requester window (rxe: 128) */
+#define UROCE_MAX_PKT_PER_ACK  64  /* AckReq at least this often (rxe_param.h) */
+#define UROCE_TX_BOUNCE	       64  /* packets per uroce_eng_tx call that may need a bounce copy */
+#define UROCE_TX_BOUNCE_SIZE   4096
+
+struct uroce_pd {
+	struct uroce_eng *eng;
+	uint32_t refs;
+	uint32_t idx;
+};
+
+struct uroce_mr {
+	struct uroce_eng *eng;
+	struct uroce_pd *pd;
+	uint8_t *addr;
+	uint64_t iova;
+	uint64_t len;
+	uint32_t key; /* lkey == rkey */
+	unsigned access;
+	uint32_t idx;
+};
+
+struct uroce_ah {
+	struct uroce_pd *pd;
+	struct uroce_av av;
+	uint32_t idx;
+};
+
+struct uroce_cq {
+	struct uroce_eng *eng;
+	struct uroce_wc *ring;
+	uint32_t size; /* power of two >= cqe + 1 */
+	uint32_t cqe;
+	uint32_t head, tail; /* consumer, producer (free-running) */
+	uint32_t refs;
+	bool armed, solicited_only;
+	void *user;
+	uint32_t idx;
+};
+
+struct uroce_rwqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	uint32_t length; /* sum of SGE lengths */
+	struct uroce_sge *sge;
+};
+
+/* A receive queue: a QP's own or an SRQ's. */
+struct uroce_rq {
+	struct uroce_rwqe *ring;
+	struct uroce_sge *sges; /* ring size * max_sge */
+	uint32_t size;		/* power of two */
+	uint32_t max_wr, max_sge;
+	uint32_t head, tail;
+};
+
+struct uroce_srq {
+	struct uroce_pd *pd;
+	struct uroce_rq rq;
+	uint32_t limit;
+	uint32_t refs;
+	void *user;
+	uint32_t idx;
+};
+
+enum uroce_wqe_state {
+	UROCE_WQE_POSTED,  /* not yet (fully) sent */
+	UROCE_WQE_SENT,	   /* every packet sent, waiting for the ACK or response */
+	UROCE_WQE_DONE,	   /* completed (successfully or not), waiting to be retired */
+};
+
+struct uroce_swqe {
+	struct uroce_send_wr wr; /* wr.sg_list points at sge; wr.next unused */
+	struct uroce_sge *sge;
+	uint8_t *inline_data;	 /* this slot's inline copy, when UROCE_SEND_INLINE */
+	struct uroce_av av;	 /* UD: copied from the AH at post time */
+	uint32_t length;
+	uint32_t first_psn;
+	uint32_t last_psn;
+	uint32_t npkts;
+	uint32_t resp_bytes;	 /* completer: read response bytes placed so far */
+	enum uroce_wqe_state state;
+	enum uroce_wc_status status;
+	bool signaled;
+};
+
+struct uroce_sq {
+	struct uroce_swqe *ring;
+	struct uroce_sge *sges;
+	uint8_t *inline_buf;
+	uint32_t size; /* power of two */
+	uint32_t max_wr, max_sge, max_inline;
+	uint32_t head; /* oldest not retired (completer) */
+	uint32_t cur;  /* next to send from (requester) */
+	uint32_t tail; /* producer */
+};
+
+/* Saved read or atomic request: what the responder must answer, and may have to replay. */
+struct uroce_rd_res {
+	bool valid;
+	bool atomic;
+	uint32_t first_psn; /* request PSN */
+	uint32_t last_psn;  /* last response PSN */
+	uint32_t next_psn;  /* next response PSN to send (reads) */
+	uint64_t orig_va;   /* read: the request's VA and length, for replays */
+	uint32_t len;
+	uint64_t va;	    /* read: next VA to send from */
+	uint32_t remaining; /* read: bytes left */
+	uint32_t rkey;
+	uint64_t orig;	    /* atomic: original value, for replays */
+	uint32_t msn;	    /* MSN to report in the response */
+	bool sending;	    /* responses queued for transmission */
+};
+
+struct uroce_req_state {
+	uint32_t psn;		 /* next PSN to send */
+	uint32_t offset;	 /* bytes of sq.cur already sent */
+	uint32_t noack_pkts;	 /* packets since the last AckReq */
+	uint32_t rd_atomic;	 /* outstanding reads and atomics */
+	uint64_t rnr_until;	 /* blocked by an RNR NAK until then, else 0 */
+	bool need_retry;
+};
+
+struct uroce_comp_state {
+	uint32_t psn;		/* oldest unacknowledged PSN */
+	uint64_t timeout_at;	/* local ACK timeout deadline, or UROCE_NEVER */
+	uint8_t retry_left;
+	uint8_t rnr_retry_left;
+	uint32_t rd_retry_psn;	/* read response gap already answered by a retry at this PSN */
+	bool rd_retry_armed;
+};
+
+enum uroce_ack_kind { UROCE_ACK_NONE, UROCE_ACK_ACK, UROCE_ACK_NAK };
+
+struct uroce_resp_state {
+	uint32_t epsn;	       /* expected PSN */
+	uint32_t msn;
+	bool nak_seq_sent;     /* a PSN sequence error NAK is outstanding */
+	bool uc_drop;	       /* UC: drop until the next FIRST/ONLY */
+	/* send in progress */
+	bool have_wqe;
+	struct uroce_rwqe wqe;
+	struct uroce_sge wqe_sge[UROCE_MAX_SGE];
+	uint32_t offset;
+	/* message in progress: 0, UROCE_OPF_SEND or UROCE_OPF_WRITE */
+	unsigned in_msg;
+	/* write in progress */
+	uint32_t wr_rkey;
+	uint64_t wr_va;
+	uint32_t wr_remaining;
+	uint32_t wr_total;
+	/* ACK / NAK to send */
+	enum uroce_ack_kind ack;
+	uint8_t ack_syndrome;
+	uint32_t ack_psn;
+	/* read / atomic resources, a ring of max_dest_rd_atomic (at least 1) */
+	struct uroce_rd_res *res;
+	uint32_t nres;
+	uint32_t res_next;   /* next slot to allocate */
+	bool goto_error;     /* move to ERR once the NAK is sent (class C/D errors) */
+};
+
+struct uroce_qp {
+	struct uroce_eng *eng;
+	struct uroce_pd *pd;
+	struct uroce_qp_init init;
+	struct uroce_qp_attr attr;
+	uint32_t qpn;
+	uint32_t mtu; /* path MTU in bytes */
+	struct uroce_sq sq;
+	struct uroce_rq own_rq;
+	struct uroce_rq *rq; /* &own_rq or &srq->rq */
+	struct uroce_req_state req;
+	struct uroce_comp_state comp;
+	struct uroce_resp_state resp;
+	bool comm_est_sent;
+	bool last_wqe_sent;
+	/* scheduling */
+	bool on_ready;
+	struct uroce_qp *ready_next;
+	uint32_t idx;
+};
+
+struct uroce_eng {
+	struct uroce_eng_cfg cfg;
+	uint64_t counters[UROCE_CNT_MAX];
+	uint64_t now;
+	/* object tables (index -> object), allocated at create */
+	struct uroce_pd **pds;
+	struct uroce_mr **mrs;
+	struct uroce_ah **ahs;
+	struct uroce_cq **cqs;
+	struct uroce_srq **srqs;
+	struct uroce_qp **qps; /* by qpn - qpn_base */
+	struct uroce_qp *gsi;
+	uint8_t mr_gen;
+	uint32_t qp_next;      /* next QPN offset to try */
+	uint32_t nqps;
+	/* ready list (QPs with something to send) */
+	struct uroce_qp *ready_head, *ready_tail;
+	/* events */
+	struct uroce_event *events;
+	uint32_t ev_head, ev_tail;
+	/* bounce buffers for payloads that span SGEs */
+	uint8_t *bounce;
+	uint32_t bounce_used;
+};
+
+static inline void uroce_count(struct uroce_eng *e, enum uroce_counter c)
+{
+	e->counters[c]++;
+}
+
+/* eng.c */
+void uroce_eng_event(struct uroce_eng *e, enum uroce_event_type type, void *obj, void *user);
+void uroce_qp_schedule(struct uroce_qp *qp);
+void uroce_qp_unschedule(struct uroce_qp *qp);
+
+/* objects.c */
+struct uroce_mr *uroce_mr_lookup(struct uroce_eng *e, uint32_t key);
+/* Host pointer for [va, va + len) in mr with access, or NULL. */
+uint8_t *uroce_mr_ptr(struct uroce_mr *mr, struct uroce_pd *pd, uint64_t va, uint64_t len,
+		      unsigned access);
+/* Copy len bytes at offset off of the SGE list into dst; -EFAULT on a bad SGE. */
+int uroce_sge_gather(struct uroce_eng *e, struct uroce_pd *pd, const struct uroce_sge *sge,
+		     uint32_t nsge, uint32_t off, uint8_t *dst, uint32_t len);
+/* A pointer to len contiguous bytes at offset off of the SGE list, or NULL if they span SGEs
+ * or an SGE is bad (*bad set then). */
+const uint8_t *uroce_sge_contig(struct uroce_eng *e, struct uroce_pd *pd,
+				const struct uroce_sge *sge, uint32_t nsge, uint32_t off,
+				uint32_t len, bool *bad);
+/* Scatter len bytes of src to offset off of the SGE list (local write access needed). */
+int uroce_sge_scatter(struct uroce_eng *e, struct uroce_pd *pd, const struct uroce_sge *sge,
+		      uint32_t nsge, uint32_t off, const uint8_t *src, uint32_t len);
+bool uroce_cq_push(struct uroce_cq *cq, const struct uroce_wc *wc, bool solicited);
+int uroce_rq_pop(struct uroce_rq *rq, struct uroce_rwqe *out, struct uroce_sge *sge_out);
+void uroce_srq_check_limit(struct uroce_srq *srq);
+
+/* qp.c */
+void uroce_qp_to_error(struct uroce_qp *qp);
+void uroce_qp_flush(struct uroce_qp *qp);
+struct uroce_qp *uroce_qp_lookup(struct uroce_eng *e, uint32_t qpn);
+
+/* req.c */
+bool uroce_req_has_work(const struct uroce_qp *qp);
+int uroce_req_next(struct uroce_qp *qp, struct uroce_tx_pkt *out);
+void uroce_req_retry(struct uroce_qp *qp, uint32_t psn);
+
+/* resp.c */
+void uroce_resp_rx(struct uroce_qp *qp, const struct uroce_tpkt *t, const struct uroce_rx_pkt *rx);
+bool uroce_resp_has_work(const struct uroce_qp *qp);
+int uroce_resp_next(struct uroce_qp *qp, struct uroce_tx_pkt *out);
+
+/* comp.c */
+void uroce_comp_rx(struct uroce_qp *qp, const struct uroce_tpkt *t);
+void uroce_comp_timer(struct uroce_qp *qp, uint64_t now);
+void uroce_comp_arm(struct uroce_qp *qp);
+void uroce_comp_retire(struct uroce_qp *qp);
+void uroce_comp_wqe(struct uroce_qp *qp, struct uroce_swqe *wqe, enum uroce_wc_status st);
+
+static inline struct uroce_swqe *uroce_sq_at(struct uroce_sq *sq, uint32_t i)
+{
+	return &sq->ring[i & (sq->size - 1)];
+}
+
+static inline uint32_t uroce_pow2(uint32_t n)
+{
+	uint32_t s = 1;
+
+	while (s < n)
+		s <<= 1;
+	return s;
+}
+
+/* Packets a message of len bytes takes at this MTU (at least 1). */
+static inline uint32_t uroce_npkts(uint32_t len, uint32_t mtu)
+{
+	return len ? (len + mtu - 1) / mtu : 1;
+}
+
+#endif

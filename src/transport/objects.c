@@ -1,0 +1,413 @@
+/* SPDX-License-Identifier: MIT */
+/* Protection domains, memory regions and their checks, address handles, CQs, SRQs. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "transport/internal.h"
+
+/* Find a free slot in a table of n pointers; -ENOMEM when full. */
+static int slot_alloc(void **table, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (!table[i])
+			return (int)i;
+	return -ENOMEM;
+}
+
+/* ---- PD ---------------------------------------------------------------------------------- */
+
+int uroce_pd_alloc(struct uroce_eng *e, struct uroce_pd **out)
+{
+	int i = slot_alloc((void **)e->pds, e->cfg.max_pd);
+
+	if (i < 0)
+		return i;
+	struct uroce_pd *pd = calloc(1, sizeof(*pd));
+
+	if (!pd)
+		return -ENOMEM;
+	pd->eng = e;
+	pd->idx = (uint32_t)i;
+	e->pds[i] = pd;
+	*out = pd;
+	return 0;
+}
+
+int uroce_pd_free(struct uroce_pd *pd)
+{
+	if (pd->refs)
+		return -EBUSY;
+	pd->eng->pds[pd->idx] = NULL;
+	free(pd);
+	return 0;
+}
+
+/* ---- MR ---------------------------------------------------------------------------------- */
+
+int uroce_mr_reg(struct uroce_pd *pd, void *addr, size_t len, uint64_t iova, unsigned access,
+		 struct uroce_mr **out)
+{
+	struct uroce_eng *e = pd->eng;
+	const unsigned known = UROCE_ACCESS_LOCAL_WRITE | UROCE_ACCESS_REMOTE_WRITE |
+			       UROCE_ACCESS_REMOTE_READ | UROCE_ACCESS_REMOTE_ATOMIC |
+			       UROCE_ACCESS_MW_BIND | UROCE_ACCESS_ZERO_BASED;
+
+	if (access & ~known)
+		return -EINVAL;
+	/* IBTA 10.6.3.1: remote write or atomic requires local write. */
+	if ((access & (UROCE_ACCESS_REMOTE_WRITE | UROCE_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & UROCE_ACCESS_LOCAL_WRITE))
+		return -EINVAL;
+	if ((!addr && len) || iova + len < iova)
+		return -EINVAL;
+	int i = slot_alloc((void **)e->mrs, e->cfg.max_mr);
+
+	if (i < 0)
+		return i;
+	struct uroce_mr *mr = calloc(1, sizeof(*mr));
+
+	if (!mr)
+		return -ENOMEM;
+	mr->eng = e;
+	mr->pd = pd;
+	mr->addr = addr;
+	mr->iova = access & UROCE_ACCESS_ZERO_BASED ? 0 : iova;
+	mr->len = len;
+	mr->access = access;
+	mr->idx = (uint32_t)i;
+	/* Key: slot index in the upper 24 bits, a generation byte below, never 0. */
+	e->mr_gen++;
+	mr->key = (uint32_t)(i + 1) << 8 | e->mr_gen;
+	e->mrs[i] = mr;
+	pd->refs++;
+	*out = mr;
+	return 0;
+}
+
+int uroce_mr_dereg(struct uroce_mr *mr)
+{
+	mr->pd->refs--;
+	mr->eng->mrs[mr->idx] = NULL;
+	free(mr);
+	return 0;
+}
+
+uint32_t uroce_mr_lkey(const struct uroce_mr *mr)
+{
+	return mr->key;
+}
+
+uint32_t uroce_mr_rkey(const struct uroce_mr *mr)
+{
+	return mr->key;
+}
+
+struct uroce_mr *uroce_mr_lookup(struct uroce_eng *e, uint32_t key)
+{
+	uint32_t i = key >> 8;
+
+	if (i == 0 || i > e->cfg.max_mr)
+		return NULL;
+	struct uroce_mr *mr = e->mrs[i - 1];
+
+	return mr && mr->key == key ? mr : NULL;
+}
+
+uint8_t *uroce_mr_ptr(struct uroce_mr *mr, struct uroce_pd *pd, uint64_t va, uint64_t len,
+		      unsigned access)
+{
+	if (!mr || mr->pd != pd || (mr->access & access) != access)
+		return NULL;
+	/* [va, va + len) inside [iova, iova + mr->len), without overflow. */
+	if (va < mr->iova || va - mr->iova > mr->len || len > mr->len - (va - mr->iova))
+		return NULL;
+	return mr->addr + (va - mr->iova);
+}
+
+/* Walk the SGE list to offset off; calls fn on each contiguous piece of [off, off + len). */
+typedef void (*sge_piece_fn)(uint8_t *mem, uint8_t *buf, uint32_t n);
+
+static int sge_walk(struct uroce_eng *e, struct uroce_pd *pd, const struct uroce_sge *sge,
+		    uint32_t nsge, uint32_t off, uint8_t *buf, uint32_t len, unsigned access,
+		    sge_piece_fn fn)
+{
+	for (uint32_t i = 0; i < nsge && len; i++) {
+		if (off >= sge[i].length) {
+			off -= sge[i].length;
+			continue;
+		}
+		uint32_t n = sge[i].length - off;
+
+		if (n > len)
+			n = len;
+		uint8_t *mem = uroce_mr_ptr(uroce_mr_lookup(e, sge[i].lkey), pd, sge[i].addr + off,
+					    n, access);
+
+		if (!mem)
+			return -EFAULT;
+		fn(mem, buf, n);
+		buf += n;
+		len -= n;
+		off = 0;
+	}
+	return len ? -EMSGSIZE : 0;
+}
+
+static void piece_gather(uint8_t *mem, uint8_t *buf, uint32_t n)
+{
+	memcpy(buf, mem, n);
+}
+
+static void piece_scatter(uint8_t *mem, uint8_t *buf, uint32_t n)
+{
+	memcpy(mem, buf, n);
+}
+
+int uroce_sge_gather(struct uroce_eng *e, struct uroce_pd *pd, const struct uroce_sge *sge,
+		     uint32_t nsge, uint32_t off, uint8_t *dst, uint32_t len)
+{
+	return sge_walk(e, pd, sge, nsge, off, dst, len, 0, piece_gather);
+}
+
+int uroce_sge_scatter(struct uroce_eng *e, struct uroce_pd *pd, const struct uroce_sge *sge,
+		      uint32_t nsge, uint32_t off, const uint8_t *src, uint32_t len)
+{
+	/* sge_walk only reads through buf for scatter; the cast keeps one walker for both. */
+	return sge_walk(e, pd, sge, nsge, off, (uint8_t *)(uintptr_t)src, len,
+			UROCE_ACCESS_LOCAL_WRITE, piece_scatter);
+}
+
+const uint8_t *uroce_sge_contig(struct uroce_eng *e, struct uroce_pd *pd,
+				const struct uroce_sge *sge, uint32_t nsge, uint32_t off,
+				uint32_t len, bool *bad)
+{
+	*bad = false;
+	for (uint32_t i = 0; i < nsge; i++) {
+		if (off >= sge[i].length && !(len == 0 && off == 0)) {
+			off -= sge[i].length;
+			continue;
+		}
+		if (len > sge[i].length - off)
+			return NULL; /* spans SGEs: the caller gathers */
+		const uint8_t *p = uroce_mr_ptr(uroce_mr_lookup(e, sge[i].lkey), pd,
+						sge[i].addr + off, len, 0);
+
+		if (!p)
+			*bad = true;
+		return p;
+	}
+	if (len == 0)
+		return (const uint8_t *)"";
+	*bad = true;
+	return NULL;
+}
+
+/* ---- AH ---------------------------------------------------------------------------------- */
+
+int uroce_ah_create(struct uroce_pd *pd, const struct uroce_av *av, struct uroce_ah **out)
+{
+	struct uroce_eng *e = pd->eng;
+	int i = slot_alloc((void **)e->ahs, e->cfg.max_ah);
+
+	if (i < 0)
+		return i;
+	struct uroce_ah *ah = calloc(1, sizeof(*ah));
+
+	if (!ah)
+		return -ENOMEM;
+	ah->pd = pd;
+	ah->av = *av;
+	ah->idx = (uint32_t)i;
+	e->ahs[i] = ah;
+	pd->refs++;
+	*out = ah;
+	return 0;
+}
+
+int uroce_ah_destroy(struct uroce_ah *ah)
+{
+	ah->pd->refs--;
+	ah->pd->eng->ahs[ah->idx] = NULL;
+	free(ah);
+	return 0;
+}
+
+/* ---- CQ ---------------------------------------------------------------------------------- */
+
+int uroce_cq_create(struct uroce_eng *e, uint32_t cqe, void *user, struct uroce_cq **out)
+{
+	if (cqe == 0 || cqe > UROCE_MAX_CQE)
+		return -EINVAL;
+	int i = slot_alloc((void **)e->cqs, e->cfg.max_cq);
+
+	if (i < 0)
+		return i;
+	struct uroce_cq *cq = calloc(1, sizeof(*cq));
+
+	if (!cq)
+		return -ENOMEM;
+	cq->size = uroce_pow2(cqe);
+	cq->ring = calloc(cq->size, sizeof(*cq->ring));
+	if (!cq->ring) {
+		free(cq);
+		return -ENOMEM;
+	}
+	cq->eng = e;
+	cq->cqe = cqe;
+	cq->user = user;
+	cq->idx = (uint32_t)i;
+	e->cqs[i] = cq;
+	*out = cq;
+	return 0;
+}
+
+int uroce_cq_destroy(struct uroce_cq *cq)
+{
+	if (cq->refs)
+		return -EBUSY;
+	cq->eng->cqs[cq->idx] = NULL;
+	free(cq->ring);
+	free(cq);
+	return 0;
+}
+
+bool uroce_cq_push(struct uroce_cq *cq, const struct uroce_wc *wc, bool solicited)
+{
+	if (cq->tail - cq->head >= cq->cqe) {
+		uroce_count(cq->eng, UROCE_CNT_DROP_CQ_OVERFLOW);
+		uroce_eng_event(cq->eng, UROCE_EVENT_CQ_ERR, cq, cq->user);
+		return false;
+	}
+	cq->ring[cq->tail++ & (cq->size - 1)] = *wc;
+	if (cq->armed &&
+	    (!cq->solicited_only || solicited || wc->status != UROCE_WC_SUCCESS)) {
+		cq->armed = false;
+		uroce_eng_event(cq->eng, UROCE_EVENT_COMP, cq, cq->user);
+	}
+	return true;
+}
+
+int uroce_cq_poll(struct uroce_cq *cq, int n, struct uroce_wc *wc)
+{
+	int i = 0;
+
+	while (i < n && cq->head != cq->tail)
+		wc[i++] = cq->ring[cq->head++ & (cq->size - 1)];
+	return i;
+}
+
+int uroce_cq_req_notify(struct uroce_cq *cq, bool solicited_only)
+{
+	/* A solicited-only request does not weaken an armed "any" request (IBTA 11.4.2.2). */
+	if (!cq->armed)
+		cq->solicited_only = solicited_only;
+	else if (!solicited_only)
+		cq->solicited_only = false;
+	cq->armed = true;
+	return 0;
+}
+
+uint32_t uroce_cq_count(const struct uroce_cq *cq)
+{
+	return cq->tail - cq->head;
+}
+
+/* ---- receive queues and SRQs ----------------------------------------------------------- */
+
+int uroce_rq_pop(struct uroce_rq *rq, struct uroce_rwqe *out, struct uroce_sge *sge_out)
+{
+	if (rq->head == rq->tail)
+		return -ENOENT;
+	struct uroce_rwqe *w = &rq->ring[rq->head & (rq->size - 1)];
+
+	*out = *w;
+	memcpy(sge_out, w->sge, w->num_sge * sizeof(*sge_out));
+	out->sge = sge_out;
+	rq->head++;
+	return 0;
+}
+
+int uroce_srq_create(struct uroce_pd *pd, const struct uroce_srq_attr *attr, void *user,
+		     struct uroce_srq **out)
+{
+	struct uroce_eng *e = pd->eng;
+
+	if (!attr->max_wr || attr->max_wr > UROCE_MAX_QP_WR || attr->max_sge > UROCE_MAX_SGE ||
+	    attr->srq_limit > attr->max_wr)
+		return -EINVAL;
+	int i = slot_alloc((void **)e->srqs, e->cfg.max_srq);
+
+	if (i < 0)
+		return i;
+	struct uroce_srq *srq = calloc(1, sizeof(*srq));
+
+	if (!srq)
+		return -ENOMEM;
+	struct uroce_rq *rq = &srq->rq;
+
+	rq->max_wr = attr->max_wr;
+	rq->max_sge = attr->max_sge ? attr->max_sge : 1;
+	rq->size = uroce_pow2(attr->max_wr);
+	rq->ring = calloc(rq->size, sizeof(*rq->ring));
+	rq->sges = calloc((size_t)rq->size * rq->max_sge, sizeof(*rq->sges));
+	if (!rq->ring || !rq->sges) {
+		free(rq->ring);
+		free(rq->sges);
+		free(srq);
+		return -ENOMEM;
+	}
+	for (uint32_t k = 0; k < rq->size; k++)
+		rq->ring[k].sge = &rq->sges[(size_t)k * rq->max_sge];
+	srq->pd = pd;
+	srq->limit = attr->srq_limit;
+	srq->user = user;
+	srq->idx = (uint32_t)i;
+	e->srqs[i] = srq;
+	pd->refs++;
+	*out = srq;
+	return 0;
+}
+
+int uroce_srq_modify(struct uroce_srq *srq, const struct uroce_srq_attr *attr, unsigned mask)
+{
+	if (mask & ~(unsigned)(UROCE_SRQ_MAX_WR | UROCE_SRQ_LIMIT))
+		return -EINVAL;
+	if (mask & UROCE_SRQ_MAX_WR)
+		return -EOPNOTSUPP;
+	if (mask & UROCE_SRQ_LIMIT) {
+		if (attr->srq_limit > srq->rq.max_wr)
+			return -EINVAL;
+		srq->limit = attr->srq_limit;
+	}
+	return 0;
+}
+
+int uroce_srq_query(const struct uroce_srq *srq, struct uroce_srq_attr *attr)
+{
+	attr->max_wr = srq->rq.max_wr;
+	attr->max_sge = srq->rq.max_sge;
+	attr->srq_limit = srq->limit;
+	return 0;
+}
+
+int uroce_srq_destroy(struct uroce_srq *srq)
+{
+	if (srq->refs)
+		return -EBUSY;
+	srq->pd->refs--;
+	srq->pd->eng->srqs[srq->idx] = NULL;
+	free(srq->rq.ring);
+	free(srq->rq.sges);
+	free(srq);
+	return 0;
+}
+
+/* The limit event fires once when the queue drops below the limit, then disarms (IBTA 10.2.9.4). */
+void uroce_srq_check_limit(struct uroce_srq *srq)
+{
+	if (srq->limit && srq->rq.tail - srq->rq.head < srq->limit) {
+		srq->limit = 0;
+		uroce_eng_event(srq->pd->eng, UROCE_EVENT_SRQ_LIMIT_REACHED, srq, srq->user);
+	}
+}

@@ -1,0 +1,330 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A direct, lossless wire between two engines (no framing, no ICRC): the smallest end-to-end
+ * check of the engine's RC, UC and UD paths. The full simulation with faults is in tests/sim.
+ */
+#include <string.h>
+
+#include "../check.h"
+#include "transport/engine.h"
+#include "wire/hdr.h"
+
+struct node {
+	struct uroce_eng *e;
+	struct uroce_pd *pd;
+	struct uroce_cq *cq;
+	uint8_t gid[16];
+};
+
+static uint64_t now;
+static int rx_drops;
+
+/* Move every pending packet from a to b; returns how many moved. */
+static int pump(struct node *a, struct node *b)
+{
+	struct uroce_tx_pkt tx[32];
+	int n = uroce_eng_tx(a->e, now, tx, 32), moved = n;
+
+	for (int i = 0; i < n; i++) {
+		uint8_t buf[8192];
+		uint32_t len = 0;
+
+		memcpy(buf, tx[i].hdr, tx[i].hdr_len);
+		len += tx[i].hdr_len;
+		if (tx[i].payload_len)
+			memcpy(buf + len, tx[i].payload, tx[i].payload_len);
+		len += tx[i].payload_len;
+		memset(buf + len, 0, tx[i].pad + 4u);
+		len += tx[i].pad + 4u;
+
+		struct uroce_rx_pkt rx = { .data = buf, .len = len, .encap = UROCE_ENCAP_V2_IPV4 };
+
+		memcpy(rx.sgid, a->gid, 16);
+		memcpy(rx.dgid, b->gid, 16);
+		rx.sgid_index = 1;
+		if (uroce_eng_rx(b->e, now, &rx) != 0)
+			rx_drops++;
+	}
+	return moved;
+}
+
+static void run(struct node *a, struct node *b)
+{
+	for (int i = 0; i < 100000; i++) {
+		int m = pump(a, b) + pump(b, a);
+
+		if (m)
+			continue;
+		uint64_t d = uroce_eng_next_deadline(a->e), d2 = uroce_eng_next_deadline(b->e);
+
+		if (d2 < d)
+			d = d2;
+		if (d == UROCE_NEVER)
+			return;
+		now = d;
+		uroce_eng_advance(a->e, now);
+		uroce_eng_advance(b->e, now);
+	}
+}
+
+static void node_init(struct node *n, uint8_t last)
+{
+	struct uroce_eng_cfg cfg;
+
+	uroce_eng_cfg_default(&cfg);
+	CHECK(uroce_eng_create(&n->e, &cfg) == 0);
+	CHECK(uroce_pd_alloc(n->e, &n->pd) == 0);
+	CHECK(uroce_cq_create(n->e, 256, NULL, &n->cq) == 0);
+	memset(n->gid, 0, 16);
+	n->gid[10] = n->gid[11] = 0xFF;
+	n->gid[12] = 198;
+	n->gid[13] = 18;
+	n->gid[15] = last;
+}
+
+static struct uroce_qp *qp_make(struct node *n, enum uroce_qp_type type)
+{
+	struct uroce_qp_init init = {
+		.type = type,
+		.send_cq = n->cq,
+		.recv_cq = n->cq,
+		.cap = { .max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 4,
+			 .max_recv_sge = 4, .max_inline_data = 64 },
+	};
+	struct uroce_qp *qp = NULL;
+
+	CHECK(uroce_qp_create(n->pd, &init, &qp) == 0);
+	return qp;
+}
+
+static void connect(struct uroce_qp *qp, struct node *peer, uint32_t peer_qpn, bool rc)
+{
+	struct uroce_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = UROCE_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = UROCE_ACCESS_REMOTE_WRITE | UROCE_ACCESS_REMOTE_READ |
+			    UROCE_ACCESS_REMOTE_ATOMIC | UROCE_ACCESS_LOCAL_WRITE;
+	CHECK(uroce_qp_modify(qp, &a,
+			      UROCE_QP_STATE | UROCE_QP_PKEY_INDEX | UROCE_QP_PORT |
+				      UROCE_QP_ACCESS_FLAGS) == 0);
+	a.qp_state = UROCE_QPS_RTR;
+	a.path_mtu = UROCE_MTU_1024;
+	a.dest_qp_num = peer_qpn;
+	a.rq_psn = 0xFFFFF0; /* wraps during the test */
+	a.max_dest_rd_atomic = 4;
+	a.min_rnr_timer = 1;
+	a.av.sgid_index = 1;
+	a.av.is_global = true;
+	memcpy(a.av.dgid, peer->gid, 16);
+	unsigned m = UROCE_QP_STATE | UROCE_QP_AV | UROCE_QP_PATH_MTU | UROCE_QP_DEST_QPN |
+		     UROCE_QP_RQ_PSN;
+	if (rc)
+		m |= UROCE_QP_MAX_DEST_RD_ATOMIC | UROCE_QP_MIN_RNR_TIMER;
+	CHECK(uroce_qp_modify(qp, &a, m) == 0);
+	a.qp_state = UROCE_QPS_RTS;
+	a.sq_psn = 0xFFFFF0;
+	a.timeout = 10;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 4;
+	m = UROCE_QP_STATE | UROCE_QP_SQ_PSN;
+	if (rc)
+		m |= UROCE_QP_TIMEOUT | UROCE_QP_RETRY_CNT | UROCE_QP_RNR_RETRY |
+		     UROCE_QP_MAX_QP_RD_ATOMIC;
+	CHECK(uroce_qp_modify(qp, &a, m) == 0);
+	CHECK(uroce_qp_state(qp) == UROCE_QPS_RTS);
+}
+
+static int poll1(struct node *n, struct uroce_wc *wc)
+{
+	return uroce_cq_poll(n->cq, 1, wc);
+}
+
+static uint8_t abuf[1 << 20], bbuf[1 << 20];
+
+static void connected(enum uroce_qp_type type)
+{
+	struct node a, b;
+	struct uroce_mr *amr, *bmr;
+	struct uroce_wc wc;
+	bool rc = type == UROCE_QPT_RC;
+
+	node_init(&a, 1);
+	node_init(&b, 2);
+	struct uroce_qp *qa = qp_make(&a, type), *qb = qp_make(&b, type);
+	unsigned acc = UROCE_ACCESS_LOCAL_WRITE | UROCE_ACCESS_REMOTE_WRITE |
+		       UROCE_ACCESS_REMOTE_READ | UROCE_ACCESS_REMOTE_ATOMIC;
+
+	CHECK(uroce_mr_reg(a.pd, abuf, sizeof(abuf), (uintptr_t)abuf, acc, &amr) == 0);
+	CHECK(uroce_mr_reg(b.pd, bbuf, sizeof(bbuf), 0x10000, acc, &bmr) == 0);
+	connect(qa, &b, uroce_qp_num(qb), rc);
+	connect(qb, &a, uroce_qp_num(qa), rc);
+
+	/* SEND of 5000 bytes (5 packets at MTU 1024, across the PSN wrap). */
+	for (uint32_t i = 0; i < 5000; i++)
+		abuf[i] = (uint8_t)(i * 7);
+	memset(bbuf, 0, 8192);
+	struct uroce_sge rs = { .addr = 0x10000, .length = 8192, .lkey = uroce_mr_lkey(bmr) };
+	struct uroce_recv_wr rwr = { .wr_id = 77, .sg_list = &rs, .num_sge = 1 }, *rbad;
+
+	CHECK(uroce_post_recv(qb, &rwr, &rbad) == 0);
+	struct uroce_sge ss = { .addr = (uintptr_t)abuf, .length = 5000,
+				.lkey = uroce_mr_lkey(amr) };
+	struct uroce_send_wr swr = { .wr_id = 1, .sg_list = &ss, .num_sge = 1,
+				     .opcode = UROCE_WR_SEND_WITH_IMM, .imm_data = 0x1234,
+				     .send_flags = UROCE_SEND_SIGNALED },
+			     *sbad;
+
+	CHECK(uroce_post_send(qa, &swr, &sbad) == 0);
+	run(&a, &b);
+	CHECK(poll1(&a, &wc) == 1 && wc.wr_id == 1 && wc.status == UROCE_WC_SUCCESS &&
+	      wc.opcode == UROCE_WC_SEND);
+	CHECK(poll1(&b, &wc) == 1 && wc.wr_id == 77 && wc.status == UROCE_WC_SUCCESS &&
+	      wc.byte_len == 5000 && wc.imm_data == 0x1234 && (wc.wc_flags & UROCE_WC_WITH_IMM));
+	CHECK(memcmp(abuf, bbuf, 5000) == 0);
+
+	/* RDMA WRITE of 3000 bytes to b at offset 100000. */
+	swr.opcode = UROCE_WR_RDMA_WRITE;
+	swr.wr_id = 2;
+	ss.length = 3000;
+	swr.wr.rdma.remote_addr = 0x10000 + 100000;
+	swr.wr.rdma.rkey = uroce_mr_rkey(bmr);
+	CHECK(uroce_post_send(qa, &swr, &sbad) == 0);
+	run(&a, &b);
+	CHECK(poll1(&a, &wc) == 1 && wc.wr_id == 2 && wc.status == UROCE_WC_SUCCESS &&
+	      wc.opcode == UROCE_WC_RDMA_WRITE);
+	CHECK(memcmp(abuf, bbuf + 100000, 3000) == 0);
+	if (!rc)
+		goto out;
+
+	/* RDMA READ of 4500 bytes from b into a at 200000. */
+	for (uint32_t i = 0; i < 4500; i++)
+		bbuf[300000 + i] = (uint8_t)(i * 13 + 1);
+	swr.opcode = UROCE_WR_RDMA_READ;
+	swr.wr_id = 3;
+	ss.addr = (uintptr_t)abuf + 200000;
+	ss.length = 4500;
+	swr.wr.rdma.remote_addr = 0x10000 + 300000;
+	CHECK(uroce_post_send(qa, &swr, &sbad) == 0);
+	run(&a, &b);
+	CHECK(poll1(&a, &wc) == 1 && wc.wr_id == 3 && wc.status == UROCE_WC_SUCCESS &&
+	      wc.opcode == UROCE_WC_RDMA_READ && wc.byte_len == 4500);
+	CHECK(memcmp(abuf + 200000, bbuf + 300000, 4500) == 0);
+
+	/* FETCH_ADD then CMP_SWAP on b's 64-bit word at 400000. */
+	uint64_t init = 40, got;
+
+	memcpy(bbuf + 400000, &init, 8);
+	swr.opcode = UROCE_WR_ATOMIC_FETCH_AND_ADD;
+	swr.wr_id = 4;
+	ss.length = 8;
+	ss.addr = (uintptr_t)abuf + 500000;
+	swr.wr.atomic.remote_addr = 0x10000 + 400000;
+	swr.wr.atomic.rkey = uroce_mr_rkey(bmr);
+	swr.wr.atomic.compare_add = 2;
+	CHECK(uroce_post_send(qa, &swr, &sbad) == 0);
+	run(&a, &b);
+	CHECK(poll1(&a, &wc) == 1 && wc.wr_id == 4 && wc.status == UROCE_WC_SUCCESS);
+	memcpy(&got, abuf + 500000, 8);
+	CHECK(got == 40);
+	memcpy(&got, bbuf + 400000, 8);
+	CHECK(got == 42);
+	swr.opcode = UROCE_WR_ATOMIC_CMP_AND_SWP;
+	swr.wr_id = 5;
+	swr.wr.atomic.compare_add = 42;
+	swr.wr.atomic.swap = 99;
+	CHECK(uroce_post_send(qa, &swr, &sbad) == 0);
+	run(&a, &b);
+	CHECK(poll1(&a, &wc) == 1 && wc.wr_id == 5 && wc.status == UROCE_WC_SUCCESS);
+	memcpy(&got, bbuf + 400000, 8);
+	CHECK(got == 99);
+
+	/* Bad rkey: remote access error, nothing written, both QPs in ERR. */
+	memset(bbuf + 600000, 0xAB, 64);
+	swr.opcode = UROCE_WR_RDMA_WRITE;
+	swr.wr_id = 6;
+	ss.length = 64;
+	swr.wr.rdma.remote_addr = 0x10000 + 600000;
+	swr.wr.rdma.rkey = uroce_mr_rkey(bmr) ^ 0x100;
+	CHECK(uroce_post_send(qa, &swr, &sbad) == 0);
+	run(&a, &b);
+	CHECK(rx_drops == 0);
+	CHECK(poll1(&a, &wc) == 1 && wc.wr_id == 6 && wc.status == UROCE_WC_REM_ACCESS_ERR);
+	CHECK(bbuf[600000] == 0xAB && bbuf[600063] == 0xAB);
+	CHECK(uroce_qp_state(qa) == UROCE_QPS_ERR);
+	CHECK(uroce_qp_state(qb) == UROCE_QPS_ERR);
+out:
+	uroce_eng_destroy(a.e);
+	uroce_eng_destroy(b.e);
+}
+
+static void ud(void)
+{
+	struct node a, b;
+	struct uroce_mr *amr, *bmr;
+	struct uroce_wc wc;
+
+	node_init(&a, 1);
+	node_init(&b, 2);
+	struct uroce_qp *qa = qp_make(&a, UROCE_QPT_UD), *qb = qp_make(&b, UROCE_QPT_UD);
+	struct uroce_qp_attr at = { .qp_state = UROCE_QPS_INIT, .port_num = 1, .qkey = 0x11 };
+
+	CHECK(uroce_mr_reg(a.pd, abuf, 4096, (uintptr_t)abuf, UROCE_ACCESS_LOCAL_WRITE, &amr) == 0);
+	CHECK(uroce_mr_reg(b.pd, bbuf, 4096, (uintptr_t)bbuf, UROCE_ACCESS_LOCAL_WRITE, &bmr) == 0);
+	for (int k = 0; k < 2; k++) {
+		struct uroce_qp *q = k ? qb : qa;
+
+		at.qp_state = UROCE_QPS_INIT;
+		CHECK(uroce_qp_modify(q, &at, UROCE_QP_STATE | UROCE_QP_PKEY_INDEX | UROCE_QP_PORT |
+						      UROCE_QP_QKEY) == 0);
+		at.qp_state = UROCE_QPS_RTR;
+		CHECK(uroce_qp_modify(q, &at, UROCE_QP_STATE) == 0);
+		at.qp_state = UROCE_QPS_RTS;
+		CHECK(uroce_qp_modify(q, &at, UROCE_QP_STATE | UROCE_QP_SQ_PSN) == 0);
+	}
+	struct uroce_sge rs = { .addr = (uintptr_t)bbuf, .length = 2048, .lkey = uroce_mr_lkey(bmr) };
+	struct uroce_recv_wr rwr = { .wr_id = 9, .sg_list = &rs, .num_sge = 1 }, *rbad;
+
+	CHECK(uroce_post_recv(qb, &rwr, &rbad) == 0);
+	struct uroce_av av = { .sgid_index = 1, .is_global = true };
+	struct uroce_ah *ah;
+
+	memcpy(av.dgid, b.gid, 16);
+	CHECK(uroce_ah_create(a.pd, &av, &ah) == 0);
+	memcpy(abuf, "hello, ud", 9);
+	struct uroce_sge ss = { .addr = (uintptr_t)abuf, .length = 9, .lkey = uroce_mr_lkey(amr) };
+	struct uroce_send_wr swr = { .wr_id = 8, .sg_list = &ss, .num_sge = 1,
+				     .opcode = UROCE_WR_SEND, .send_flags = UROCE_SEND_SIGNALED },
+			     *sbad;
+
+	swr.wr.ud.ah = ah;
+	swr.wr.ud.remote_qpn = uroce_qp_num(qb);
+	swr.wr.ud.remote_qkey = 0x11;
+	CHECK(uroce_post_send(qa, &swr, &sbad) == 0);
+	/* A wrong Q_Key is dropped and counted. */
+	swr.wr.ud.remote_qkey = 0x12;
+	swr.wr_id = 10;
+	CHECK(uroce_post_send(qa, &swr, &sbad) == 0);
+	run(&a, &b);
+	CHECK(poll1(&a, &wc) == 1 && wc.wr_id == 8 && wc.status == UROCE_WC_SUCCESS);
+	CHECK(poll1(&a, &wc) == 1 && wc.wr_id == 10 && wc.status == UROCE_WC_SUCCESS);
+	CHECK(poll1(&b, &wc) == 1 && wc.wr_id == 9 && wc.byte_len == 49 &&
+	      wc.src_qp == uroce_qp_num(qa) && (wc.wc_flags & UROCE_WC_GRH));
+	CHECK(memcmp(bbuf + 40, "hello, ud", 9) == 0);
+	CHECK(poll1(&b, &wc) == 0);
+	CHECK(uroce_eng_counter(b.e, UROCE_CNT_DROP_BAD_QKEY) == 1);
+	CHECK(rx_drops == 1);
+	uroce_eng_destroy(a.e);
+	uroce_eng_destroy(b.e);
+}
+
+int main(void)
+{
+	connected(UROCE_QPT_RC);
+	connected(UROCE_QPT_UC);
+	CHECK(rx_drops == 0);
+	ud();
+	return check_exit("transport_smoke");
+}
