@@ -44,9 +44,10 @@ int uroce_eng_create(struct uroce_eng **out, const struct uroce_eng_cfg *cfg)
 	e->cqs = calloc(cfg->max_cq ? cfg->max_cq : 1, sizeof(*e->cqs));
 	e->srqs = calloc(cfg->max_srq ? cfg->max_srq : 1, sizeof(*e->srqs));
 	e->qps = calloc(cfg->max_qp, sizeof(*e->qps));
+	e->live = calloc((size_t)cfg->max_qp + 1, sizeof(*e->live));
 	e->events = calloc(e->cfg.max_events, sizeof(*e->events));
 	e->bounce = malloc((size_t)UROCE_TX_BOUNCE * UROCE_TX_BOUNCE_SIZE);
-	if (!e->pds || !e->mrs || !e->ahs || !e->cqs || !e->srqs || !e->qps || !e->events ||
+	if (!e->pds || !e->mrs || !e->ahs || !e->cqs || !e->srqs || !e->qps || !e->live || !e->events ||
 	    !e->bounce) {
 		uroce_eng_destroy(e);
 		return -ENOMEM;
@@ -86,6 +87,7 @@ void uroce_eng_destroy(struct uroce_eng *e)
 	free(e->cqs);
 	free(e->srqs);
 	free(e->qps);
+	free(e->live);
 	free(e->events);
 	free(e->bounce);
 	free(e);
@@ -210,10 +212,10 @@ int uroce_eng_tx(struct uroce_eng *e, uint64_t now, struct uroce_tx_pkt *out, in
 void uroce_eng_advance(struct uroce_eng *e, uint64_t now)
 {
 	e->now = now;
-	for (uint32_t i = 0; i < e->cfg.max_qp; i++) {
-		struct uroce_qp *qp = e->qps[i];
+	for (uint32_t i = 0; i < e->nqps; i++) {
+		struct uroce_qp *qp = e->live[i];
 
-		if (qp && qp->init.type == UROCE_QPT_RC)
+		if (qp->init.type == UROCE_QPT_RC)
 			uroce_comp_timer(qp, now);
 	}
 }
@@ -222,10 +224,10 @@ uint64_t uroce_eng_next_deadline(const struct uroce_eng *e)
 {
 	uint64_t d = UROCE_NEVER;
 
-	for (uint32_t i = 0; i < e->cfg.max_qp; i++) {
-		const struct uroce_qp *qp = e->qps[i];
+	for (uint32_t i = 0; i < e->nqps; i++) {
+		const struct uroce_qp *qp = e->live[i];
 
-		if (!qp || qp->init.type != UROCE_QPT_RC)
+		if (qp->init.type != UROCE_QPT_RC)
 			continue;
 		if (qp->comp.timeout_at < d)
 			d = qp->comp.timeout_at;

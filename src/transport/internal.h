@@ -202,6 +202,7 @@ struct uroce_qp {
 	bool on_ready;
 	struct uroce_qp *ready_next;
 	uint32_t idx;
+	uint32_t live_idx; /* position in eng->live */
 };
 
 struct uroce_eng {
@@ -219,6 +220,7 @@ struct uroce_eng {
 	uint8_t mr_gen;
 	uint32_t qp_next;      /* next QPN offset to try */
 	uint32_t nqps;
+	struct uroce_qp **live; /* the nqps live QPs (GSI included), densely, for timer scans */
 	/* ready list (QPs with something to send) */
 	struct uroce_qp *ready_head, *ready_tail;
 	/* events */

@@ -320,7 +320,8 @@ int uroce_qp_create(struct uroce_pd *pd, const struct uroce_qp_init *init, struc
 		e->qps[slot] = qp;
 		e->qp_next = (slot + 1) % e->cfg.max_qp;
 	}
-	e->nqps++;
+	qp->live_idx = e->nqps;
+	e->live[e->nqps++] = qp;
 	pd->refs++;
 	init->send_cq->refs++;
 	init->recv_cq->refs++;
@@ -339,7 +340,8 @@ int uroce_qp_destroy(struct uroce_qp *qp)
 		e->gsi = NULL;
 	else
 		e->qps[qp->idx] = NULL;
-	e->nqps--;
+	e->live[qp->live_idx] = e->live[--e->nqps];
+	e->live[qp->live_idx]->live_idx = qp->live_idx;
 	qp->pd->refs--;
 	qp->init.send_cq->refs--;
 	qp->init.recv_cq->refs--;
