@@ -136,8 +136,15 @@ static int next_ng(struct uroce_pcap_rd *r, struct uroce_pcap_pkt *p)
 		if (type == PCAPNG_SHB) {
 			uint32_t bom;
 
+			if (r->len - r->off < 16)
+				return bad(r, "truncated pcapng section header");
 			memcpy(&bom, b + 8, 4);
-			r->swapped = bom != PCAPNG_BOM;
+			if (bom == PCAPNG_BOM)
+				r->swapped = 0;
+			else if (bom == __builtin_bswap32(PCAPNG_BOM))
+				r->swapped = 1;
+			else
+				return bad(r, "bad pcapng byte-order magic");
 			blen = rd32(r, b + 4);
 			r->ng_ifs = 0;
 		}
@@ -149,7 +156,9 @@ static int next_ng(struct uroce_pcap_rd *r, struct uroce_pcap_pkt *p)
 		if (type == PCAPNG_IDB) {
 			if (end - body < 8)
 				return bad(r, "truncated pcapng interface block");
-			if (r->ng_ifs < 16) {
+			if (r->ng_ifs >= UROCE_PCAPNG_MAX_IFS)
+				return bad(r, "pcapng file with too many interfaces");
+			{
 				r->ng_link[r->ng_ifs] = rd16(r, body);
 				r->ng_tsdiv[r->ng_ifs] = idb_tsdiv(r, body + 8, end);
 				if (r->ng_ifs == 0)
@@ -163,7 +172,7 @@ static int next_ng(struct uroce_pcap_rd *r, struct uroce_pcap_pkt *p)
 			uint64_t ts = (uint64_t)rd32(r, body + 4) << 32 | rd32(r, body + 8);
 			uint32_t caplen = rd32(r, body + 12);
 
-			if (ifid >= r->ng_ifs || ifid >= 16)
+			if (ifid >= r->ng_ifs)
 				return bad(r, "pcapng packet for an undeclared interface");
 			if (caplen > (size_t)(end - body - 20))
 				return bad(r, "pcapng packet longer than its block");
@@ -211,6 +220,12 @@ int uroce_file_load(const char *path, uint8_t **buf, size_t *len)
 		return -ENOMEM;
 	}
 	for (;;) {
+		if (cap > UROCE_FILE_MAX) {
+			free(b);
+			fclose(f);
+			return -EFBIG;
+		}
+		errno = 0;
 		size_t got = fread(b + n, 1, cap - n, f);
 
 		n += got;
@@ -242,7 +257,7 @@ int uroce_file_load(const char *path, uint8_t **buf, size_t *len)
 
 int uroce_pcap_write_header(FILE *f)
 {
-	uint32_t h[6] = { PCAP_MAGIC_NS, 2 | 4u << 16, 0, 0, 65535, UROCE_LINKTYPE_ETHERNET };
+	uint32_t h[6] = { PCAP_MAGIC_NS, 2 | 4u << 16, 0, 0, 262144, UROCE_LINKTYPE_ETHERNET };
 
 	return fwrite(h, sizeof(h), 1, f) == 1 ? 0 : -EIO;
 }

@@ -14,6 +14,8 @@
 #include <stdio.h>
 
 #define UROCE_LINKTYPE_ETHERNET 1
+#define UROCE_PCAPNG_MAX_IFS	64
+#define UROCE_FILE_MAX		(1ull << 30) /* uroce_file_load refuses larger files */
 
 struct uroce_pcap_rd {
 	const uint8_t *buf;
@@ -24,8 +26,8 @@ struct uroce_pcap_rd {
 	uint32_t tsdiv;	    /* timestamp units per second (classic pcap) */
 	uint32_t linktype;  /* classic pcap; for pcapng, of the first interface */
 	uint32_t ng_ifs;    /* pcapng interfaces seen */
-	uint32_t ng_link[16];
-	uint64_t ng_tsdiv[16];
+	uint32_t ng_link[UROCE_PCAPNG_MAX_IFS];
+	uint64_t ng_tsdiv[UROCE_PCAPNG_MAX_IFS];
 	const char *err;    /* static reason after an error */
 };
 
@@ -49,7 +51,8 @@ int uroce_pcap_open(struct uroce_pcap_rd *r, const uint8_t *buf, size_t len);
  */
 int uroce_pcap_next(struct uroce_pcap_rd *r, struct uroce_pcap_pkt *p);
 
-/* Read a whole file into a malloc'd buffer. Returns 0, or a negative errno. */
+/* Read a whole file into a malloc'd buffer. Returns 0, or a negative errno (-EFBIG beyond
+ * UROCE_FILE_MAX, -EIO on a read error, or open()'s errno). */
 int uroce_file_load(const char *path, uint8_t **buf, size_t *len);
 
 /* Classic pcap writer (Ethernet link type, nanosecond timestamps). Returns 0 or -errno. */

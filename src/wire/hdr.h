@@ -7,7 +7,9 @@
  * included, so that decode followed by encode gives back the same bytes.
  *
  * Conventions (all functions): decoders take (struct *out, const uint8_t *p, size_t len) and return
- * the header length in bytes, or -EBADMSG when len is too short or a fixed field is wrong;
+ * the header length in bytes, or -EBADMSG when len is too short or a version field is wrong
+ * (IPv4/IPv6); fields whose values are a receiver's policy (BTH TVer, reserved bits, P_Key) are
+ * decoded as they are and checked by the transport;
  * encoders take (uint8_t *p, size_t cap, const struct *in) and return the bytes written, or
  * -ENOSPC when cap is too small. Nothing allocates, nothing keeps a pointer past the call unless
  * the field says so.

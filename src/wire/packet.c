@@ -12,7 +12,7 @@ int uroce_tpkt_decode(struct uroce_tpkt *t, const uint8_t *p, size_t len, const 
 	const uint8_t *q = p;
 
 	if (len < UROCE_BTH_LEN + UROCE_ICRC_LEN) {
-		*err = "truncated BTH";
+		*err = "too short for a BTH and an ICRC";
 		return -EBADMSG;
 	}
 	uroce_bth_decode(&t->bth, q, len);
@@ -279,7 +279,13 @@ ssize_t uroce_frame_encode(uint8_t *buf, size_t cap, const struct uroce_frame *f
 		return -ENOSPC;
 	size_t roce_len = (size_t)tl + UROCE_ICRC_LEN;
 
-	if (roce_len + l3_len > 0xFFFF)
+	/* The L3 length fields: IPv4 counts its header and UDP; IPv6 and the GRH count what follows
+	 * their 40 bytes. */
+	size_t l3_counted = f->encap == UROCE_ENCAP_V2_IPV4 ? l3_len
+			    : f->encap == UROCE_ENCAP_V2_IPV6 ? UROCE_UDP_LEN
+							      : 0;
+
+	if (roce_len + l3_counted > 0xFFFF)
 		return -EMSGSIZE;
 
 	if (f->encap == UROCE_ENCAP_V1) {

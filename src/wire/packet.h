@@ -88,6 +88,9 @@ ssize_t uroce_tpkt_encode(uint8_t *p, size_t cap, const struct uroce_tpkt *t);
  * port 4791) but malformed, with f->err set. Bytes after the L3 length (Ethernet padding) are
  * ignored. IPv4 packets with options or fragmentation are rejected as malformed.
  * The ICRC is not checked here: see uroce_frame_icrc().
+ * After -EBADMSG, f->encap says which encapsulation was recognised and f->roce is non-NULL only
+ * when the transport part was reached (then the L2/L3/L4 structs are valid); after -ENOENT only
+ * f->eth may be valid. Frames with two VLAN tags are not recognised (-ENOENT).
  */
 int uroce_frame_decode(struct uroce_frame *f, const uint8_t *buf, size_t len);
 
