@@ -31,6 +31,19 @@ struct uroce_cmd {
 /* `uroce pcap-check [-q] FILE...` */
 int uroce_cmd_pcap_check(int argc, char **argv);
 
+/* Device subcommands (link.c, gids.c, mode.c, stats.c): UROCE_EXIT_FAIL (1) when the operation
+ * fails (unknown device, unsupported mode, ...), UROCE_EXIT_ERROR (2) for wrong arguments. */
+int uroce_cmd_link(int argc, char **argv);  /* `uroce link add|del|show ...` */
+int uroce_cmd_gids(int argc, char **argv);  /* `uroce gids [NAME]` */
+int uroce_cmd_mode(int argc, char **argv);  /* `uroce mode -d DEV [-p PORT] [-m 1|2]` */
+int uroce_cmd_stats(int argc, char **argv); /* `uroce stats [NAME]` */
+
+/* The run-time directory into buf[cap] (host/rundir.h); on failure prints why, as
+ * "uroce: CMD: ...", and returns a negative errno. */
+int uroce_cmd_rundir(const char *cmd, char *buf, size_t cap);
+/* Print "uroce: CMD: run-time directory RUNDIR: reason" (with a hint for permissions). */
+void uroce_cmd_rundir_error(const char *cmd, const char *rundir, int err);
+
 /* What pcap-check counted in one capture (or, summed, in all of them). */
 struct uroce_pcap_tally {
 	uint64_t packets;   /* records read */

@@ -13,6 +13,12 @@
 #endif
 
 static const struct uroce_cmd cmds[] = {
+	{ "link", "add|del|show ...", "define, delete and list devices (uroce help link)",
+	  uroce_cmd_link },
+	{ "gids", "[NAME]", "print GID tables, as show_gids", uroce_cmd_gids },
+	{ "mode", "-d DEV [-m 1|2]", "show or set the default RoCE mode",
+	  uroce_cmd_mode },
+	{ "stats", "[NAME]", "print device counters", uroce_cmd_stats },
 	{ "pcap-check", "[-q] FILE...",
 	  "decode the RoCE packets in pcap/pcapng captures, verify every ICRC",
 	  uroce_cmd_pcap_check },

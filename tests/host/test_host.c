@@ -1,0 +1,476 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Host-layer unit tests: MTU rules, names, EUI-64 and node GUIDs, GID table layouts (from
+ * synthetic interfaces), the run-time directory, default RoCE modes and the counter files
+ * (writer API across processes, reader, and `uroce stats` printing them).
+ *   test_host UROCE   (UROCE: the uroce binary, for the printer checks)
+ * Uses a mktemp -d run-time directory, removed at the end, and the loopback interface.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "host/device.h"
+#include "host/gid.h"
+#include "host/mode.h"
+#include "host/netif.h"
+#include "host/rundir.h"
+#include "host/stats.h"
+
+static char rundir[PATH_MAX];
+
+static void test_mtu(void)
+{
+	static const struct {
+		unsigned eth;
+		int active, path;
+	} cases[] = {
+		{ 1500, 1024, 1024 }, { 9000, 4096, 4096 }, { 1280, 1024, 1024 },
+		{ 576, 256, 256 },    { 68, -EINVAL, -EINVAL }, { 4176, 4096, 2048 },
+		{ 4175, 2048, 2048 }, { 4192, 4096, 4096 }, { 336, 256, -EINVAL },
+		{ 335, -EINVAL, -EINVAL }, { 352, 256, 256 }, { 351, 256, -EINVAL },
+		{ 65536, 4096, 4096 }, { 0, -EINVAL, -EINVAL }, { 2128, 2048, 1024 },
+		{ 2127, 1024, 1024 },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		CHECKF(uroce_mtu_active(cases[i].eth) == cases[i].active, "active(%u) = %d",
+		       cases[i].eth, uroce_mtu_active(cases[i].eth));
+		CHECKF(uroce_mtu_path(cases[i].eth) == cases[i].path, "path(%u) = %d", cases[i].eth,
+		       uroce_mtu_path(cases[i].eth));
+	}
+	CHECK(uroce_mtu_enum(256) == 1 && uroce_mtu_enum(1024) == 3 && uroce_mtu_enum(4096) == 5);
+	CHECK(uroce_mtu_enum(1500) == 0);
+}
+
+static void test_names(void)
+{
+	char n63[64], n64[65];
+	unsigned m = 0;
+
+	memset(n63, 'a', 63);
+	n63[63] = '\0';
+	memset(n64, 'a', 64);
+	n64[64] = '\0';
+	CHECK(uroce_dev_name_check("rxe0") == 0);
+	CHECK(uroce_dev_name_check("uroce_eth0.100-x") == 0);
+	CHECK(uroce_dev_name_check(n63) == 0);
+	CHECK(uroce_dev_name_check(n64) == -EINVAL);
+	CHECK(uroce_dev_name_check("") == -EINVAL);
+	CHECK(uroce_dev_name_check(".") == -EINVAL);
+	CHECK(uroce_dev_name_check("..") == -EINVAL);
+	CHECK(uroce_dev_name_check(".tmp.1.0") == -EINVAL);
+	CHECK(uroce_dev_name_check("a/b") == -EINVAL);
+	CHECK(uroce_dev_name_check("a b") == -EINVAL);
+	CHECK(uroce_dev_name_check("a:b") == -EINVAL);
+	CHECK(uroce_roce_parse("v1", &m) == 0 && m == UROCE_ROCE_V1);
+	CHECK(uroce_roce_parse("v2", &m) == 0 && m == UROCE_ROCE_V2);
+	CHECK(uroce_roce_parse("v1,v2", &m) == 0 && m == UROCE_ROCE_BOTH);
+	CHECK(uroce_roce_parse("v2,v1", &m) == 0 && m == UROCE_ROCE_BOTH);
+	CHECK(uroce_roce_parse("v3", &m) == -EINVAL);
+	CHECK(uroce_roce_parse("", &m) == -EINVAL);
+	CHECK(uroce_roce_parse("v1,", &m) == -EINVAL);
+	CHECK(!strcmp(uroce_roce_str(UROCE_ROCE_BOTH), "v1,v2"));
+}
+
+static void test_guid(void)
+{
+	/* The example of roce-reference.md 1.11: MAC 40:8d:5c:35:bb:12 -> 428d:5cff:fe35:bb12. */
+	static const uint8_t mac[6] = { 0x40, 0x8d, 0x5c, 0x35, 0xbb, 0x12 };
+	static const uint8_t want[8] = { 0x42, 0x8d, 0x5c, 0xff, 0xfe, 0x35, 0xbb, 0x12 };
+	static const uint8_t zero[8];
+	uint8_t g[8], g2[8], g3[8];
+
+	CHECK(!uroce_dev_node_guid("rxe0", mac, g));
+	CHECK(!memcmp(g, want, 8));
+	CHECK(uroce_dev_node_guid("uroce_lo", zero, g));
+	CHECK(memcmp(g, zero, 8) != 0);
+	CHECK((g[0] & 0x03) == 0); /* local, individual */
+	CHECK(uroce_dev_node_guid("uroce_lo", zero, g2) && !memcmp(g, g2, 8)); /* stable */
+	CHECK(uroce_dev_node_guid("uroce_lo2", zero, g3) && memcmp(g, g3, 8) != 0);
+}
+
+static void addr4(struct uroce_netif_addr *a, const char *s)
+{
+	memset(a, 0, sizeof(*a));
+	a->family = AF_INET;
+	CHECK(inet_pton(AF_INET, s, a->addr) == 1);
+}
+
+static void addr6(struct uroce_netif_addr *a, const char *s)
+{
+	memset(a, 0, sizeof(*a));
+	a->family = AF_INET6;
+	CHECK(inet_pton(AF_INET6, s, a->addr) == 1);
+}
+
+/* Check entry i: GID text, type, IPv4 flag. */
+static void check_entry(const struct uroce_gid_entry *t, int i, const char *gid, int type, bool v4)
+{
+	char s[UROCE_GID_STR_LEN];
+
+	uroce_gid_str(t[i].gid, s);
+	CHECKF(!strcmp(s, gid), "entry %d: %s, expected %s", i, s, gid);
+	CHECKF((int)t[i].type == type, "entry %d: type %d, expected %d", i, (int)t[i].type, type);
+	CHECKF(t[i].ipv4 == v4, "entry %d: ipv4 flag", i);
+	CHECKF(t[i].ifindex == 7 && !strcmp(t[i].netdev, "veth7"), "entry %d: netdev", i);
+}
+
+static void test_gid_layout(void)
+{
+	static const char *const ll = "fe80:0000:0000:0000:0000:00ff:fe00:0001";
+	static const char *const v4 = "0000:0000:0000:0000:0000:ffff:c612:0001";
+	static const char *const v6 = "fd00:0198:0018:0000:0000:0000:0000:0001";
+	static const char *const ll2 = "fe80:0000:0000:0000:0000:0000:0000:1234";
+	struct uroce_netif_addr addrs[5];
+	struct uroce_netif nif = {
+		.name = "veth7", .ifindex = 7, .flags = IFF_UP | IFF_RUNNING, .mtu = 1500,
+		.mac = { 2, 0, 0, 0, 0, 1 }, .naddrs = 5, .addrs = addrs,
+	};
+	struct uroce_gid_entry t[16];
+	int n;
+
+	/* As the kernel lists them: IPv6 global, then link-local (one is the EUI-64 one). */
+	addr6(&addrs[0], "fd00:198:18::1");
+	addr4(&addrs[1], "198.18.0.1");
+	addr6(&addrs[2], "fe80::ff:fe00:1");
+	addr6(&addrs[3], "fe80::1234");
+	addr6(&addrs[4], "fd00:198:18::1"); /* a duplicate: skipped, as ib_cache_gid_add does */
+
+	n = uroce_gid_table_from_netif(&nif, UROCE_ROCE_BOTH, t, 16);
+	CHECKF(n == 8, "dual: %d entries", n);
+	if (n == 8) { /* mlx5 layout */
+		check_entry(t, 0, ll, UROCE_GID_V1, false);
+		check_entry(t, 1, ll, UROCE_GID_V2, false);
+		check_entry(t, 2, v4, UROCE_GID_V1, true);
+		check_entry(t, 3, v4, UROCE_GID_V2, true);
+		check_entry(t, 4, v6, UROCE_GID_V1, false);
+		check_entry(t, 5, v6, UROCE_GID_V2, false);
+		check_entry(t, 6, ll2, UROCE_GID_V1, false);
+		check_entry(t, 7, ll2, UROCE_GID_V2, false);
+	}
+	n = uroce_gid_table_from_netif(&nif, UROCE_ROCE_V2, t, 16);
+	CHECKF(n == 4, "v2: %d entries", n);
+	if (n == 4) { /* rxe layout */
+		check_entry(t, 0, ll, UROCE_GID_V2, false);
+		check_entry(t, 1, v4, UROCE_GID_V2, true);
+		check_entry(t, 2, v6, UROCE_GID_V2, false);
+		check_entry(t, 3, ll2, UROCE_GID_V2, false);
+	}
+	n = uroce_gid_table_from_netif(&nif, UROCE_ROCE_V1, t, 16);
+	CHECKF(n == 4, "v1: %d entries", n);
+	if (n == 4) {
+		check_entry(t, 0, ll, UROCE_GID_V1, false);
+		check_entry(t, 1, v4, UROCE_GID_V1, true);
+	}
+	/* Too small a table: the first max entries, and -ENOSPC. */
+	memset(t, 0, sizeof(t));
+	CHECK(uroce_gid_table_from_netif(&nif, UROCE_ROCE_BOTH, t, 3) == -ENOSPC);
+	check_entry(t, 2, v4, UROCE_GID_V1, true);
+	CHECK(t[3].type == 0);
+	CHECK(!strcmp(uroce_gid_type_str(UROCE_GID_V1), "v1"));
+}
+
+static void test_rundir(void)
+{
+	char p[PATH_MAX], buf[64];
+	size_t len;
+	struct stat st;
+
+	CHECK(uroce_rundir_join(p, sizeof(p), "%s/a/b/c/f", rundir) == 0);
+	CHECK(uroce_rundir_write(p, "one\n", 4, true) == 0);
+	CHECK(uroce_rundir_read(p, buf, sizeof(buf), &len) == 0 && len == 4 &&
+	      !strcmp(buf, "one\n"));
+	CHECK(uroce_rundir_write(p, "two", 3, true) == -EEXIST);
+	CHECK(uroce_rundir_read(p, buf, sizeof(buf), &len) == 0 && !strcmp(buf, "one\n"));
+	CHECK(uroce_rundir_write(p, "three", 5, false) == 0);
+	CHECK(uroce_rundir_read(p, buf, sizeof(buf), &len) == 0 && !strcmp(buf, "three"));
+	CHECK(uroce_rundir_read(p, buf, 5, &len) == -EFBIG);
+	CHECK(uroce_rundir_join(buf, 8, "%s", "123456789") == -ENAMETOOLONG);
+	CHECK(uroce_rundir_join(p, sizeof(p), "%s/a/b", rundir) == 0);
+	{
+		mode_t um = umask(0);
+
+		umask(um);
+		CHECK(stat(p, &st) == 0 && (st.st_mode & 0777) == (uroce_rundir_dir_mode() & ~um));
+	}
+	/* No temp file left behind. */
+	CHECK(uroce_rundir_join(p, sizeof(p), "%s/a/b/c/.tmp.%ld.0", rundir, (long)getpid()) == 0);
+	CHECK(access(p, F_OK) != 0);
+	/* A file where a directory should be. */
+	CHECK(uroce_rundir_join(p, sizeof(p), "%s/a/b/c/f/g", rundir) == 0);
+	CHECK(uroce_rundir_write(p, "x", 1, false) == -ENOTDIR);
+	/* remove: the file and the emptied directories up to the top. */
+	CHECK(uroce_rundir_join(p, sizeof(p), "%s/a/b/c/f", rundir) == 0);
+	{
+		char top[PATH_MAX];
+
+		CHECK(uroce_rundir_join(top, sizeof(top), "%s/a", rundir) == 0);
+		CHECK(uroce_rundir_remove(p, top) == 0);
+		CHECK(access(top, F_OK) == 0);
+		CHECK(uroce_rundir_join(p, sizeof(p), "%s/a/b", rundir) == 0);
+		CHECK(access(p, F_OK) != 0);
+		CHECK(rmdir(top) == 0);
+	}
+	/* Location rules. */
+	setenv("UROCE_RUNDIR", "/x/y", 1);
+	CHECK(uroce_rundir_path(p, sizeof(p)) == 0 && !strcmp(p, "/x/y"));
+	setenv("UROCE_RUNDIR", "", 1);
+	setenv("XDG_RUNTIME_DIR", "/run/user/1000", 1);
+	CHECK(uroce_rundir_path(p, sizeof(p)) == 0);
+	CHECK(!strcmp(p, geteuid() == 0 ? "/run/uroce" : "/run/user/1000/uroce"));
+	if (geteuid() != 0) {
+		unsetenv("XDG_RUNTIME_DIR");
+		CHECK(uroce_rundir_path(p, sizeof(p)) == -ENOENT);
+	}
+	setenv("UROCE_RUNDIR", rundir, 1);
+}
+
+static void add_dev(const char *name, const char *netdev, unsigned roce, int want)
+{
+	struct uroce_devdef d = { .roce = roce };
+	int err;
+
+	snprintf(d.name, sizeof(d.name), "%s", name);
+	snprintf(d.netdev, sizeof(d.netdev), "%s", netdev);
+	err = uroce_dev_add(rundir, &d, NULL);
+	CHECKF(err == want, "add %s on %s: %d, expected %d", name, netdev, err, want);
+}
+
+static void test_devices_and_mode(void)
+{
+	struct uroce_devdef *v, d;
+	char p[PATH_MAX], buf[64];
+	int n, ver = 0;
+
+	/* No definition: automatic devices, loopback included. */
+	CHECK(uroce_dev_any_defined(rundir) == 0);
+	CHECK(uroce_dev_find(rundir, "uroce_lo", &d) == 0 && d.automatic &&
+	      !strcmp(d.netdev, "lo") && d.roce == UROCE_ROCE_V2);
+	CHECK(uroce_mode_get(rundir, "uroce_lo", 1, &ver) == 0 && ver == 2);
+
+	add_dev("t_lo", "lo", UROCE_ROCE_V2, 0);
+	add_dev("t_lo", "lo", UROCE_ROCE_V2, -EEXIST);
+	add_dev("t_other", "lo", UROCE_ROCE_V2, -EBUSY);
+	add_dev("t_x", "uroce-nonexistent0", UROCE_ROCE_V2, -ENODEV);
+	add_dev("bad/name", "lo", UROCE_ROCE_V2, -EINVAL);
+	add_dev("t_y", "lo", 0, -EINVAL);
+	add_dev("t_y", "lo", 4, -EINVAL);
+	CHECK(uroce_dev_any_defined(rundir) == 1);
+	CHECK(uroce_dev_find(rundir, "uroce_lo", &d) == -ENODEV); /* defined ones only now */
+	CHECK(uroce_dev_list(rundir, NULL, &v, &n) == 0 && n == 1 && !v[0].automatic);
+	free(v);
+
+	/* Mode: default v2; set 1; the file holds exactly the configfs string. */
+	CHECK(uroce_mode_get(rundir, "t_lo", 1, &ver) == 0 && ver == 2);
+	CHECK(uroce_mode_set(rundir, "t_lo", 1, 1) == -EINVAL); /* v2-only device */
+	CHECK(uroce_mode_get(rundir, "t_lo", 2, &ver) == -EINVAL);
+	CHECK(uroce_mode_set(rundir, "t_lo", 0, 2) == -EINVAL);
+	CHECK(uroce_mode_get(rundir, "nodev", 1, &ver) == -ENODEV);
+	CHECK(uroce_mode_set(rundir, "nodev", 1, 2) == -ENODEV);
+	CHECK(uroce_mode_set(rundir, "t_lo", 1, 2) == 0);
+	CHECK(uroce_mode_path(rundir, "t_lo", 1, p, sizeof(p)) == 0);
+	CHECK(uroce_rundir_read(p, buf, sizeof(buf), NULL) == 0 && !strcmp(buf, "RoCE v2\n"));
+
+	CHECK(uroce_dev_del(rundir, "t_lo") == 0);
+	CHECK(access(p, F_OK) != 0); /* the mode went with the device */
+	CHECK(uroce_dev_del(rundir, "t_lo") == -ENODEV);
+	CHECK(uroce_dev_del(rundir, "../x") == -EINVAL);
+
+	add_dev("t_dual", "lo", UROCE_ROCE_BOTH, 0);
+	CHECK(uroce_mode_get(rundir, "t_dual", 1, &ver) == 0 && ver == 2);
+	CHECK(uroce_mode_set(rundir, "t_dual", 1, 1) == 0);
+	CHECK(uroce_mode_path(rundir, "t_dual", 1, p, sizeof(p)) == 0);
+	CHECK(uroce_rundir_read(p, buf, sizeof(buf), NULL) == 0 && !strcmp(buf, "IB/RoCE v1\n"));
+	CHECK(uroce_mode_get(rundir, "t_dual", 1, &ver) == 0 && ver == 1);
+	CHECK(uroce_mode_set(rundir, "t_dual", 1, 3) == -EINVAL);
+	CHECK(uroce_mode_get(rundir, "t_dual", 1, &ver) == 0 && ver == 1); /* unchanged */
+	/* Written without the newline, as `echo -n` into configfs: still read. */
+	CHECK(uroce_rundir_write(p, "RoCE v2", 7, false) == 0);
+	CHECK(uroce_mode_get(rundir, "t_dual", 1, &ver) == 0 && ver == 2);
+	CHECK(uroce_rundir_write(p, "RoCE v3\n", 8, false) == 0);
+	CHECK(uroce_mode_get(rundir, "t_dual", 1, &ver) == -EBADMSG);
+	CHECK(unlink(p) == 0); /* cleared: the default again */
+	CHECK(uroce_mode_get(rundir, "t_dual", 1, &ver) == 0 && ver == 2);
+	CHECK(uroce_dev_del(rundir, "t_dual") == 0);
+
+	add_dev("t_v1", "lo", UROCE_ROCE_V1, 0);
+	CHECK(uroce_mode_get(rundir, "t_v1", 1, &ver) == 0 && ver == 1);
+	CHECK(uroce_mode_set(rundir, "t_v1", 1, 2) == -EINVAL);
+	CHECK(uroce_mode_path(rundir, "t_v1", 1, p, sizeof(p)) == 0);
+	CHECK(access(p, F_OK) != 0); /* a failed set writes nothing */
+	CHECK(uroce_mode_set(rundir, "t_v1", 1, 1) == 0);
+	CHECK(uroce_mode_get(rundir, "t_v1", 1, &ver) == 0 && ver == 1);
+	CHECK(uroce_dev_del(rundir, "t_v1") == 0);
+	CHECK(uroce_dev_any_defined(rundir) == 0);
+}
+
+/* Run cmd, return its stdout (static buffer) and *status. */
+static const char *run(const char *cmd, int *status)
+{
+	static char out[65536];
+	size_t n = 0;
+	FILE *f = popen(cmd, "r");
+
+	out[0] = '\0';
+	*status = -1;
+	if (!f)
+		return out;
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = '\0';
+	int st = pclose(f);
+
+	*status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return out;
+}
+
+/* The value printed on the line "  NAME   VALUE" of a `uroce stats` output, or -1. */
+static long long printed(const char *out, const char *name)
+{
+	char key[64];
+	const char *p;
+	char *end;
+	long long v;
+
+	snprintf(key, sizeof(key), "\n  %s ", name);
+	p = strstr(out, key);
+	if (!p)
+		return -1;
+	p += strlen(key);
+	while (*p == ' ')
+		p++;
+	v = strtoll(p, &end, 10);
+	return end != p && *end == '\n' ? v : -1;
+}
+
+static void test_stats(const char *uroce)
+{
+	struct uroce_stats *s = NULL, *s2 = NULL;
+	struct uroce_stat *v;
+	uint64_t delta[UROCE_CNT_MAX] = { 0 };
+	char cmd[PATH_MAX + 64], p[PATH_MAX];
+	const char *out;
+	int n, st;
+
+	add_dev("t_stats", "lo", UROCE_ROCE_V2, 0);
+	CHECK(uroce_stats_read(rundir, "t_stats", &v, &n) == -ENOENT);
+	snprintf(cmd, sizeof(cmd), "'%s' stats t_stats", uroce);
+	out = run(cmd, &st);
+	CHECKF(st == 0 && !strcmp(out, "t_stats: no counters yet\n"), "stats before: %d '%s'", st,
+	       out);
+
+	CHECK(uroce_stats_open(rundir, "t_stats", &s) == 0);
+	CHECK(uroce_stats_open(rundir, "t_stats", &s2) == 0); /* a second opener shares the file */
+	if (!s || !s2)
+		return;
+	uroce_stats_add(s, UROCE_CNT_SENT_PKTS, 5);
+	uroce_stats_add(s2, UROCE_CNT_SENT_PKTS, 2);
+	uroce_stats_add(s, UROCE_CNT_CNP_RCVD, 1);
+	uroce_stats_add(s, (enum uroce_counter)UROCE_CNT_MAX, 1); /* ignored */
+	delta[UROCE_CNT_RCVD_NAKS] = 3;
+	delta[UROCE_CNT_SENT_PKTS] = 1;
+	uroce_stats_add_all(s2, delta);
+	/* Another process adds too. */
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct uroce_stats *c;
+
+		if (uroce_stats_open(rundir, "t_stats", &c))
+			_exit(1);
+		for (int i = 0; i < 1000; i++)
+			uroce_stats_add(c, UROCE_CNT_RCVD_PKTS, 1);
+		uroce_stats_close(c);
+		_exit(0);
+	}
+	for (int i = 0; i < 1000; i++)
+		uroce_stats_add(s, UROCE_CNT_RCVD_PKTS, 1);
+	int wst = 0;
+
+	CHECK(pid > 0 && waitpid(pid, &wst, 0) == pid && WIFEXITED(wst) && WEXITSTATUS(wst) == 0);
+	uroce_stats_close(s);
+	uroce_stats_close(s2);
+	uroce_stats_close(NULL);
+
+	CHECK(uroce_stats_read(rundir, "t_stats", &v, &n) == 0 && n == UROCE_CNT_MAX);
+	if (n == UROCE_CNT_MAX) {
+		CHECK(!strcmp(v[UROCE_CNT_SENT_PKTS].name, "sent_pkts") &&
+		      v[UROCE_CNT_SENT_PKTS].value == 8);
+		CHECK(!strcmp(v[UROCE_CNT_RCVD_PKTS].name, "rcvd_pkts") &&
+		      v[UROCE_CNT_RCVD_PKTS].value == 2000);
+		CHECK(!strcmp(v[UROCE_CNT_RCVD_NAKS].name, "rcvd_naks") &&
+		      v[UROCE_CNT_RCVD_NAKS].value == 3);
+		CHECK(!strcmp(v[UROCE_CNT_CNP_RCVD].name, "cnp_rcvd") &&
+		      v[UROCE_CNT_CNP_RCVD].value == 1);
+		CHECK(v[UROCE_CNT_SEND_ERR].value == 0);
+	}
+	free(v);
+
+	/* The printer. */
+	out = run(cmd, &st);
+	CHECKF(st == 0, "stats: status %d", st);
+	CHECKF(!strncmp(out, "t_stats port 1:\n", 16), "stats heading: '%.40s'", out);
+	CHECK(printed(out, "sent_pkts") == 8);
+	CHECK(printed(out, "rcvd_pkts") == 2000);
+	CHECK(printed(out, "rcvd_naks") == 3);
+	CHECK(printed(out, "cnp_rcvd") == 1);
+	CHECK(printed(out, "send_err") == 0);
+	CHECK(printed(out, "no_such_counter") == -1);
+	snprintf(cmd, sizeof(cmd), "'%s' stats no_such_dev 2>/dev/null", uroce);
+	out = run(cmd, &st);
+	CHECKF(st == 1 && !*out, "stats of an unknown device: %d", st);
+
+	/* A damaged file and a foreign one: the reader refuses them, the writer never overwrites.
+	 */
+	CHECK(uroce_stats_path(rundir, "t_stats", p, sizeof(p)) == 0);
+	CHECK(truncate(p, 100) == 0);
+	CHECK(uroce_stats_read(rundir, "t_stats", &v, &n) == -EBADMSG);
+	CHECK(uroce_stats_open(rundir, "t_stats", &s) == -EBADMSG);
+	snprintf(cmd, sizeof(cmd), "'%s' stats t_stats 2>&1", uroce);
+	out = run(cmd, &st);
+	CHECKF(st == 1 && strstr(out, "damaged counter file"), "damaged: %d '%s'", st, out);
+	CHECK(uroce_rundir_write(p, "something else entirely, long enough to have a header....."
+				    "..........",
+				 68, false) == 0);
+	CHECK(uroce_stats_read(rundir, "t_stats", &v, &n) == -EPROTO);
+	CHECK(uroce_stats_open(rundir, "t_stats", &s) == -EPROTO);
+	/* link del removes the counters. */
+	CHECK(uroce_dev_del(rundir, "t_stats") == 0);
+	CHECK(access(p, F_OK) != 0);
+}
+
+int main(int argc, char **argv)
+{
+	const char *tmp = getenv("TMPDIR");
+	char cmd[PATH_MAX + 16];
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: test_host UROCE\n");
+		return 2;
+	}
+	snprintf(rundir, sizeof(rundir), "%s/uroce-host.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(rundir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	setenv("UROCE_RUNDIR", rundir, 1);
+	test_mtu();
+	test_names();
+	test_guid();
+	test_gid_layout();
+	test_rundir();
+	test_devices_and_mode();
+	test_stats(argv[1]);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", rundir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", rundir);
+	return check_exit("test_host");
+}
