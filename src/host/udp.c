@@ -1,0 +1,567 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * RoCE v2 over kernel UDP sockets: no privileges needed (DESIGN.md).
+ *
+ * One socket per configured local address, bound to (address, port). The kernel writes the IP
+ * and UDP headers; we write BTH..ICRC and compute the ICRC over the pseudo-header the kernel will
+ * send. The one field we cannot see is the IPv4 ID (roce-reference 1.12):
+ *  - send: unconnected socket with IP_PMTUDISC_DO, so the kernel sends ID 0, and the ICRC is
+ *    computed with ID 0;
+ *  - receive: the ICRC is computed with ID 0 and the ID solved for (uroce_v2_rx_verify); a
+ *    packet no ID explains is an ICRC drop. DF is assumed set (rxe and NICs set it).
+ * IPv6 has no ID: plain ICRC check. Over IPv6 rxe sends a zero UDP checksum, which a socket
+ * drops unless UDP_NO_CHECK6_RX is set.
+ *
+ * Batching: sendmmsg/recvmmsg, `batch` packets per call; each sent packet is three iovecs,
+ * [BTH+ext headers | payload in place | pad + ICRC], so the payload is not copied.
+ * TOS/traffic class and TTL/hop limit go per packet in control messages.
+ *
+ * The UDP source port is the bound port for every packet (a socket sends from its own port), not
+ * the path's entropy port; receivers accept any (roce-reference 1.9). See fixed_sport.
+ *
+ * Not done: UDP GSO/GRO (UDP_SEGMENT would need the ICRC of segment i computed with ID i);
+ * sending a non-zero IPv6 flow label (rxe sends 0; the ICRC masks it).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <netinet/udp.h>
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "host/backend.h"
+#include "wire/bytes.h"
+
+#ifndef UDP_NO_CHECK6_RX
+#define UDP_NO_CHECK6_RX 102
+#endif
+
+#define TX_CTL_LEN (2 * CMSG_SPACE(sizeof(int)))
+#define RX_CTL_LEN (CMSG_SPACE(sizeof(struct in6_pktinfo)) + 2 * CMSG_SPACE(sizeof(int)) + 64)
+
+union sa {
+	struct sockaddr sa;
+	struct sockaddr_in in;
+	struct sockaddr_in6 in6;
+};
+
+struct udp_sock {
+	int fd;
+	enum uroce_encap encap;
+	uint8_t gid[16];
+};
+
+struct udp_be {
+	struct uroce_backend b;
+	struct udp_sock s[UROCE_BACKEND_MAX_ADDRS];
+	int ns;
+	int epfd;
+	int ifindex;
+	int batch;
+	uint32_t slot;
+	int rx_rr; /* socket to read first, round robin */
+	/* transmit scratch, batch entries each */
+	struct uroce_txframe *tf;
+	struct uroce_path *tpath; /* the path with the real source port */
+	struct mmsghdr *tmsg;
+	struct iovec *tiov;
+	union sa *tname;
+	uint8_t *tctl;
+	/* receive ring */
+	uint8_t *ring;
+	struct mmsghdr *rmsg;
+	struct iovec *riov;
+	union sa *rname;
+	uint8_t *rctl;
+	struct uroce_ipid_cache cache;
+};
+
+static const uint8_t v4pfx[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
+
+__attribute__((format(printf, 2, 3))) static void seterr(const struct uroce_backend_cfg *cfg,
+							 const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!cfg->err || !cfg->errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(cfg->err, cfg->errlen, fmt, ap);
+	va_end(ap);
+}
+
+static void gid_str(const uint8_t *g, char *buf, size_t len)
+{
+	if (memcmp(g, v4pfx, 12) == 0)
+		inet_ntop(AF_INET, g + 12, buf, (socklen_t)len);
+	else
+		inet_ntop(AF_INET6, g, buf, (socklen_t)len);
+}
+
+static void udp_close(struct uroce_backend *bb)
+{
+	struct udp_be *b = (struct udp_be *)bb;
+
+	for (int i = 0; i < b->ns; i++)
+		close(b->s[i].fd);
+	if (b->epfd >= 0)
+		close(b->epfd);
+	free(b->tf);
+	free(b->tpath);
+	free(b->tmsg);
+	free(b->tiov);
+	free(b->tname);
+	free(b->tctl);
+	free(b->ring);
+	free(b->rmsg);
+	free(b->riov);
+	free(b->rname);
+	free(b->rctl);
+	free(b);
+}
+
+static int setint(int fd, int level, int opt, int v)
+{
+	return setsockopt(fd, level, opt, &v, sizeof(v)) < 0 ? -errno : 0;
+}
+
+static int open_sock(struct udp_be *b, const struct uroce_backend_cfg *cfg, const uint8_t *gid)
+{
+	struct udp_sock *s = &b->s[b->ns];
+	bool v4 = memcmp(gid, v4pfx, 12) == 0;
+	char as[INET6_ADDRSTRLEN];
+	union sa a;
+	socklen_t alen;
+	int fd, r = 0;
+
+	gid_str(gid, as, sizeof(as));
+	memset(&a, 0, sizeof(a));
+	if (v4) {
+		a.in.sin_family = AF_INET;
+		a.in.sin_port = htons(b->b.port);
+		memcpy(&a.in.sin_addr, gid + 12, 4);
+		alen = sizeof(a.in);
+		if (a.in.sin_addr.s_addr == 0) {
+			seterr(cfg,
+			       "RoCE v2 over UDP: %s is not a usable local address: give the "
+			       "device's own address",
+			       as);
+			return -EINVAL;
+		}
+	} else {
+		static const uint8_t zero[16];
+
+		a.in6.sin6_family = AF_INET6;
+		a.in6.sin6_port = htons(b->b.port);
+		memcpy(&a.in6.sin6_addr, gid, 16);
+		alen = sizeof(a.in6);
+		if (memcmp(gid, zero, 16) == 0) {
+			seterr(cfg,
+			       "RoCE v2 over UDP: %s is not a usable local address: give the "
+			       "device's own address",
+			       as);
+			return -EINVAL;
+		}
+		if (IN6_IS_ADDR_LINKLOCAL(&a.in6.sin6_addr)) {
+			if (!b->ifindex) {
+				seterr(cfg,
+				       "RoCE v2 over UDP: link-local address %s needs an "
+				       "interface",
+				       as);
+				return -EINVAL;
+			}
+			a.in6.sin6_scope_id = (uint32_t)b->ifindex;
+		}
+	}
+	fd = socket(v4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (v4) {
+		/* DF and ID 0 (roce-reference 1.12). */
+		r = setint(fd, IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO);
+		r = r ? r : setint(fd, IPPROTO_IP, IP_PKTINFO, 1);
+		r = r ? r : setint(fd, IPPROTO_IP, IP_RECVTOS, 1);
+		r = r ? r : setint(fd, IPPROTO_IP, IP_RECVTTL, 1);
+	} else {
+		r = setint(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1);
+		r = r ? r : setint(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, IPV6_PMTUDISC_DO);
+		r = r ? r : setint(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1);
+		r = r ? r : setint(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 1);
+		r = r ? r : setint(fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, 1);
+		/* rxe sends UDP checksum 0 over IPv6 too. */
+		r = r ? r : setint(fd, IPPROTO_UDP, UDP_NO_CHECK6_RX, 1);
+	}
+	if (r) {
+		close(fd);
+		return r;
+	}
+	/* Larger buffers help bursts; capped by net.core.[rw]mem_max, failure is harmless. */
+	setint(fd, SOL_SOCKET, SO_RCVBUF, 4 << 20);
+	setint(fd, SOL_SOCKET, SO_SNDBUF, 4 << 20);
+	if (bind(fd, &a.sa, alen) < 0) {
+		r = -errno;
+		char port[8];
+
+		snprintf(port, sizeof(port), "%u", b->b.port);
+		if (r == -EADDRINUSE)
+			seterr(cfg,
+			       "RoCE v2 over UDP: port %s on %s is in use (another uroce "
+			       "process, or the kernel's rxe on this address?)",
+			       port, as);
+		else if (r == -EADDRNOTAVAIL)
+			seterr(cfg, "RoCE v2 over UDP: %s is not an address of this host", as);
+		else
+			seterr(cfg, "RoCE v2 over UDP: cannot bind %s: %s", as, strerror(-r));
+		close(fd);
+		return r;
+	}
+	struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)b->ns};
+
+	if (epoll_ctl(b->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	s->fd = fd;
+	s->encap = v4 ? UROCE_ENCAP_V2_IPV4 : UROCE_ENCAP_V2_IPV6;
+	memcpy(s->gid, gid, 16);
+	b->ns++;
+	return 0;
+}
+
+static int udp_open(const struct uroce_backend_cfg *cfg, struct uroce_backend **out)
+{
+	struct udp_be *b;
+	int r;
+
+	if (cfg->n_addrs < 1 || cfg->n_addrs > UROCE_BACKEND_MAX_ADDRS) {
+		seterr(cfg, "RoCE v2 over UDP: give 1 to 4 local addresses");
+		return -EINVAL;
+	}
+	if (cfg->batch < 0 || cfg->batch > 1024) {
+		seterr(cfg, "RoCE v2 over UDP: batch must be 1..1024");
+		return -EINVAL;
+	}
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	b->b.ops = &uroce_udp_ops;
+	b->b.port = cfg->port ? cfg->port : UROCE_UDP_PORT;
+	b->b.fixed_sport = b->b.port;
+	b->epfd = -1;
+	b->batch = cfg->batch ? cfg->batch : UROCE_BACKEND_BATCH;
+	b->slot = cfg->rx_slot ? cfg->rx_slot : UROCE_BACKEND_RX_SLOT;
+	b->ifindex = cfg->ifindex;
+	if (!b->ifindex && cfg->ifname) {
+		b->ifindex = (int)if_nametoindex(cfg->ifname);
+		if (!b->ifindex) {
+			seterr(cfg, "RoCE v2 over UDP: no interface named %s", cfg->ifname);
+			free(b);
+			return -ENODEV;
+		}
+	}
+	size_t nb = (size_t)b->batch;
+
+	b->tf = calloc(nb, sizeof(*b->tf));
+	b->tpath = calloc(nb, sizeof(*b->tpath));
+	b->tmsg = calloc(nb, sizeof(*b->tmsg));
+	b->tiov = calloc(3 * nb, sizeof(*b->tiov));
+	b->tname = calloc(nb, sizeof(*b->tname));
+	b->tctl = calloc(nb, TX_CTL_LEN);
+	b->ring = malloc(nb * b->slot);
+	b->rmsg = calloc(nb, sizeof(*b->rmsg));
+	b->riov = calloc(nb, sizeof(*b->riov));
+	b->rname = calloc(nb, sizeof(*b->rname));
+	b->rctl = calloc(nb, RX_CTL_LEN);
+	b->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (!b->tf || !b->tpath || !b->tmsg || !b->tiov || !b->tname || !b->tctl || !b->ring ||
+	    !b->rmsg || !b->riov || !b->rname || !b->rctl || b->epfd < 0) {
+		r = b->epfd < 0 ? -errno : -ENOMEM;
+		udp_close(&b->b);
+		return r;
+	}
+	for (int i = 0; i < cfg->n_addrs; i++) {
+		r = open_sock(b, cfg, cfg->addrs[i]);
+		if (r < 0) {
+			udp_close(&b->b);
+			return r;
+		}
+	}
+	*out = &b->b;
+	return 0;
+}
+
+static int udp_fd(const struct uroce_backend *bb)
+{
+	return ((const struct udp_be *)bb)->epfd;
+}
+
+static int find_sock(const struct udp_be *b, const struct uroce_path *p)
+{
+	for (int i = 0; i < b->ns; i++)
+		if (b->s[i].encap == p->encap && memcmp(b->s[i].gid, p->sgid, 16) == 0)
+			return i;
+	return -1;
+}
+
+static void add_cmsg(struct msghdr *m, size_t *used, int level, int type, int v)
+{
+	struct cmsghdr *c = (struct cmsghdr *)((uint8_t *)m->msg_control + *used);
+
+	c->cmsg_level = level;
+	c->cmsg_type = type;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &v, sizeof(v));
+	*used += CMSG_SPACE(sizeof(int));
+}
+
+/* Fill message j for d; returns 0 or the error that makes the packet unsendable. */
+static int prep_tx(struct udp_be *b, int j, const struct uroce_tx_desc *d, bool v4)
+{
+	struct uroce_txframe *f = &b->tf[j];
+	const struct uroce_tx_pkt *p = d->pkt;
+	struct uroce_path *path = &b->tpath[j];
+	struct uroce_tx_desc x = {p, path, d->icrc_xor};
+
+	/* The kernel sends from the bound port: the ICRC covers that one, not path->sport. */
+	*path = *d->path;
+	path->sport = b->b.port;
+	int r = uroce_txframe_build(f, &x, b->b.mac, b->b.port, 0);
+
+	if (r < 0)
+		return r;
+	struct iovec *iov = &b->tiov[3 * j];
+	struct msghdr *m = &b->tmsg[j].msg_hdr;
+	union sa *a = &b->tname[j];
+	size_t used = 0;
+
+	iov[0].iov_base = f->head + f->t_off;
+	iov[0].iov_len = (size_t)(f->head_len - f->t_off);
+	iov[1].iov_base = (void *)(uintptr_t)p->payload; /* the kernel only reads it */
+	iov[1].iov_len = p->payload_len;
+	iov[2].iov_base = f->tail;
+	iov[2].iov_len = f->tail_len;
+	memset(m, 0, sizeof(*m));
+	m->msg_iov = iov;
+	m->msg_iovlen = 3;
+	m->msg_name = a;
+	m->msg_control = b->tctl + (size_t)j * TX_CTL_LEN;
+	memset(m->msg_control, 0, TX_CTL_LEN);
+	m->msg_controllen = TX_CTL_LEN;
+	memset(a, 0, sizeof(*a));
+	if (v4) {
+		a->in.sin_family = AF_INET;
+		a->in.sin_port = htons(b->b.port);
+		memcpy(&a->in.sin_addr, path->dgid + 12, 4);
+		m->msg_namelen = sizeof(a->in);
+		add_cmsg(m, &used, IPPROTO_IP, IP_TOS, path->traffic_class);
+		if (path->hop_limit)
+			add_cmsg(m, &used, IPPROTO_IP, IP_TTL, path->hop_limit);
+	} else {
+		a->in6.sin6_family = AF_INET6;
+		a->in6.sin6_port = htons(b->b.port);
+		memcpy(&a->in6.sin6_addr, path->dgid, 16);
+		if (IN6_IS_ADDR_LINKLOCAL(&a->in6.sin6_addr) ||
+		    IN6_IS_ADDR_MC_LINKLOCAL(&a->in6.sin6_addr))
+			a->in6.sin6_scope_id = (uint32_t)b->ifindex;
+		m->msg_namelen = sizeof(a->in6);
+		add_cmsg(m, &used, IPPROTO_IPV6, IPV6_TCLASS, path->traffic_class);
+		if (path->hop_limit)
+			add_cmsg(m, &used, IPPROTO_IPV6, IPV6_HOPLIMIT, path->hop_limit);
+	}
+	m->msg_controllen = used;
+	return 0;
+}
+
+static int udp_tx(struct uroce_backend *bb, const struct uroce_tx_desc *d, int n)
+{
+	struct udp_be *b = (struct udp_be *)bb;
+	int i = 0;
+
+	b->b.tx_refused_n = 0;
+	while (i < n) {
+		int si = find_sock(b, d[i].path);
+
+		if (si < 0) {
+			b->b.cnt[UROCE_IO_TX_NO_SRC]++;
+			uroce_backend_refused(&b->b, i++);
+			continue;
+		}
+		bool v4 = b->s[si].encap == UROCE_ENCAP_V2_IPV4;
+		int cnt = 0;
+
+		/* A run of packets from the same socket, up to a batch. */
+		while (i + cnt < n && cnt < b->batch &&
+		       (cnt == 0 || find_sock(b, d[i + cnt].path) == si)) {
+			if (prep_tx(b, cnt, &d[i + cnt], v4) < 0)
+				break;
+			cnt++;
+		}
+		if (cnt == 0) {
+			b->b.cnt[UROCE_IO_TX_ERR]++; /* this packet cannot be framed */
+			uroce_backend_refused(&b->b, i++);
+			continue;
+		}
+		int r = sendmmsg(b->s[si].fd, b->tmsg, (unsigned)cnt, MSG_DONTWAIT);
+
+		if (r < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS ||
+			    errno == EINTR) {
+				b->b.cnt[UROCE_IO_TX_AGAIN]++;
+				return i;
+			}
+			if (errno == EBADF || errno == ENOTSOCK || errno == EFAULT)
+				return i ? i : -errno;
+			/* No route, too big, ...: this packet is lost; go on with the next. */
+			b->b.cnt[UROCE_IO_TX_ERR]++;
+			uroce_backend_refused(&b->b, i++);
+			continue;
+		}
+		for (int j = 0; j < r; j++)
+			b->b.cnt[UROCE_IO_TX_BYTES] += b->tf[j].roce_len;
+		b->b.cnt[UROCE_IO_TX_PKTS] += (uint64_t)r;
+		i += r;
+	}
+	return i;
+}
+
+/* Turn received message j of socket s into out; returns 0, or the drop counter to bump. */
+static int finish_rx(struct udp_be *b, const struct udp_sock *s, int j, struct uroce_rx_desc *out)
+{
+	struct msghdr *m = &b->rmsg[j].msg_hdr;
+	const union sa *a = &b->rname[j];
+	struct uroce_v2_rx_in in;
+	bool have_dst = false;
+
+	memset(&in, 0, sizeof(in));
+	in.encap = s->encap;
+	in.data = b->ring + (size_t)j * b->slot;
+	in.len = b->rmsg[j].msg_len;
+	in.ttl = 64;
+	if (m->msg_flags & (MSG_TRUNC | MSG_CTRUNC))
+		return UROCE_IO_RX_DROP_MALFORMED;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
+		int v;
+
+		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
+			struct in_pktinfo pi;
+
+			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+			memcpy(in.dst, v4pfx, 12);
+			memcpy(in.dst + 12, &pi.ipi_addr, 4);
+			in.ifindex = pi.ipi_ifindex;
+			have_dst = true;
+		} else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) {
+			in.tos = CMSG_DATA(c)[0];
+		} else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TTL) {
+			memcpy(&v, CMSG_DATA(c), sizeof(v));
+			in.ttl = (uint8_t)v;
+		} else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
+			struct in6_pktinfo pi;
+
+			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+			memcpy(in.dst, &pi.ipi6_addr, 16);
+			in.ifindex = (int)pi.ipi6_ifindex;
+			have_dst = true;
+		} else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS) {
+			memcpy(&v, CMSG_DATA(c), sizeof(v));
+			in.tos = (uint8_t)v;
+		} else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_HOPLIMIT) {
+			memcpy(&v, CMSG_DATA(c), sizeof(v));
+			in.ttl = (uint8_t)v;
+		}
+	}
+	if (!have_dst)
+		memcpy(in.dst, s->gid, 16);
+	else if (memcmp(in.dst, s->gid, 16) != 0)
+		return UROCE_IO_RX_DROP_NOT_FOR_US;
+	if (s->encap == UROCE_ENCAP_V2_IPV4) {
+		if (a->sa.sa_family != AF_INET)
+			return UROCE_IO_RX_DROP_MALFORMED;
+		memcpy(in.src, v4pfx, 12);
+		memcpy(in.src + 12, &a->in.sin_addr, 4);
+		in.sport = ntohs(a->in.sin_port);
+	} else {
+		if (a->sa.sa_family != AF_INET6)
+			return UROCE_IO_RX_DROP_MALFORMED;
+		memcpy(in.src, &a->in6.sin6_addr, 16);
+		in.sport = ntohs(a->in6.sin6_port);
+	}
+	in.dport = b->b.port;
+
+	int r = uroce_v2_rx_verify(out, &b->cache, &in);
+
+	if (r == -EILSEQ)
+		return UROCE_IO_RX_DROP_ICRC;
+	if (r < 0)
+		return UROCE_IO_RX_DROP_MALFORMED;
+	if (out->ip_id)
+		b->b.cnt[UROCE_IO_RX_IPID_SOLVED]++;
+	return 0;
+}
+
+static int udp_rx(struct uroce_backend *bb, struct uroce_rx_desc *out, int n)
+{
+	struct udp_be *b = (struct udp_be *)bb;
+	int got = 0, slot0 = 0;
+
+	if (n > b->batch)
+		n = b->batch;
+	for (int k = 0; k < b->ns && got < n && slot0 < b->batch; k++) {
+		const struct udp_sock *s = &b->s[(b->rx_rr + k) % b->ns];
+		int cnt = b->batch - slot0 < n - got ? b->batch - slot0 : n - got;
+
+		for (int j = slot0; j < slot0 + cnt; j++) {
+			struct msghdr *m = &b->rmsg[j].msg_hdr;
+
+			b->riov[j].iov_base = b->ring + (size_t)j * b->slot;
+			b->riov[j].iov_len = b->slot;
+			memset(m, 0, sizeof(*m));
+			m->msg_iov = &b->riov[j];
+			m->msg_iovlen = 1;
+			m->msg_name = &b->rname[j];
+			m->msg_namelen = sizeof(b->rname[j]);
+			m->msg_control = b->rctl + (size_t)j * RX_CTL_LEN;
+			m->msg_controllen = RX_CTL_LEN;
+		}
+		int r = recvmmsg(s->fd, b->rmsg + slot0, (unsigned)cnt, MSG_DONTWAIT, NULL);
+
+		if (r < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+				continue;
+			/* ICMP errors reported on the socket, and the like: not fatal. */
+			if (errno == ECONNREFUSED || errno == EHOSTUNREACH || errno == ENETUNREACH)
+				continue;
+			return got ? got : -errno;
+		}
+		for (int j = slot0; j < slot0 + r; j++) {
+			int drop = finish_rx(b, s, j, &out[got]);
+
+			if (drop) {
+				b->b.cnt[drop]++;
+				continue;
+			}
+			b->b.cnt[UROCE_IO_RX_PKTS]++;
+			b->b.cnt[UROCE_IO_RX_BYTES] += out[got].pkt.len;
+			got++;
+		}
+		slot0 += r;
+	}
+	b->rx_rr = (b->rx_rr + 1) % b->ns;
+	return got;
+}
+
+const struct uroce_backend_ops uroce_udp_ops = {
+	.name = "udp",
+	.open = udp_open,
+	.close = udp_close,
+	.tx_burst = udp_tx,
+	.rx_burst = udp_rx,
+	.fd = udp_fd,
+};
