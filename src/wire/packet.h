@@ -98,7 +98,8 @@ int uroce_frame_decode(struct uroce_frame *f, const uint8_t *buf, size_t len);
  * Encode f into buf: Ethernet, L3, L4 and the transport packet, then the ICRC. Lengths, the
  * Ethertype, IPv4 protocol and header checksum, IPv6/GRH next header, pad count and ICRC are
  * computed; every other field is written as given. Returns the frame length, -ENOSPC, or
- * -EINVAL for an unknown opcode, encapsulation or an IPv4 header with options.
+ * -EINVAL for an unknown opcode, encapsulation or an IPv4 header with options, or -EMSGSIZE when
+ * the packet does not fit the L3 length field.
  */
 ssize_t uroce_frame_encode(uint8_t *buf, size_t cap, const struct uroce_frame *f);
 
