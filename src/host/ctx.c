@@ -1,0 +1,526 @@
+/* SPDX-License-Identifier: MIT */
+/* An opened device: engine, GID table, backends and the progress thread (see ctx.h). */
+#include <errno.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "host/backend.h"
+#include "host/ctx.h"
+#include "host/neigh.h"
+#include "host/netif.h"
+#include "host/rundir.h"
+#include "host/stats.h"
+
+#define CTX_BURST     64
+#define CTX_NEIGH_MAX 64
+#define STATS_PERIOD  1000000000ull /* flush counters to the shared file every second */
+
+struct neigh_entry {
+	uint8_t gid[16];
+	uint8_t mac[6];
+	bool valid;
+};
+
+struct uroce_ctx {
+	struct uroce_devdef def;
+	char rundir[256];
+	struct uroce_eng *eng;
+	pthread_mutex_t lock;
+	pthread_t thread;
+	bool thread_started;
+	atomic_bool stop;
+	int kick_fd;
+	int watch_fd;
+	bool busy_poll;
+	uroce_ctx_event_fn on_event;
+	void *arg;
+
+	struct uroce_backend *v2; /* UDP: RoCE v2 */
+	struct uroce_backend *v1; /* AF_PACKET: RoCE v1 */
+	struct uroce_pcap_sink *sink;
+
+	struct uroce_gid_entry gids[UROCE_GID_TABLE_MAX];
+	int ngids;
+	uint8_t addrs[UROCE_BACKEND_MAX_ADDRS][16]; /* the interface's addresses, as GIDs */
+	int naddrs;
+	struct uroce_devinfo info;
+
+	struct neigh_entry neigh[CTX_NEIGH_MAX];
+	unsigned neigh_next;
+
+	struct uroce_stats *stats;
+	uint64_t stats_sent[UROCE_CNT_MAX];
+	uint64_t stats_at;
+
+	/* scratch for one round */
+	struct uroce_tx_pkt txp[CTX_BURST];
+	struct uroce_path path[CTX_BURST];
+	struct uroce_tx_desc d1[CTX_BURST], d2[CTX_BURST];
+	struct uroce_rx_desc rxd[CTX_BURST];
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static bool gid_is_v4(const uint8_t g[16])
+{
+	static const uint8_t pfx[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF };
+
+	return memcmp(g, pfx, 12) == 0;
+}
+
+/* ---- GID table and device state --------------------------------------------------------- */
+
+static void refresh(struct uroce_ctx *c)
+{
+	struct uroce_netif_list ifs;
+
+	if (uroce_netif_scan(&ifs) == 0) {
+		uroce_dev_info(&c->def, &ifs, &c->info);
+		const struct uroce_netif *nif = uroce_netif_find(&ifs, c->def.netdev);
+		int n = nif ? uroce_gid_table_from_netif(nif, c->def.roce, c->gids,
+							 UROCE_GID_TABLE_MAX)
+			    : 0;
+
+		c->ngids = n < 0 ? (n == -ENOSPC ? UROCE_GID_TABLE_MAX : 0) : n;
+		/* The addresses the RoCE v2 sockets bind to: the interface's own (the default
+		 * GID made from the MAC is not necessarily one of them). */
+		c->naddrs = 0;
+		for (int i = 0; nif && i < nif->naddrs && c->naddrs < UROCE_BACKEND_MAX_ADDRS; i++) {
+			uint8_t *g = c->addrs[c->naddrs];
+
+			memset(g, 0, 16);
+			if (nif->addrs[i].family == AF_INET) {
+				g[10] = g[11] = 0xFF;
+				memcpy(g + 12, nif->addrs[i].addr, 4);
+			} else {
+				memcpy(g, nif->addrs[i].addr, 16);
+			}
+			c->naddrs++;
+		}
+		uroce_netif_list_free(&ifs);
+	}
+}
+
+/* ---- transmit ------------------------------------------------------------------------------ */
+
+/* The MAC of a v1 destination: direct for link-local GIDs, else the neighbour table. */
+static int v1_dmac(struct uroce_ctx *c, const uint8_t gid[16], uint8_t mac[6])
+{
+	if (uroce_neigh_direct(gid, mac) == 0)
+		return 0;
+	for (unsigned i = 0; i < CTX_NEIGH_MAX; i++) {
+		if (c->neigh[i].valid && memcmp(c->neigh[i].gid, gid, 16) == 0) {
+			memcpy(mac, c->neigh[i].mac, 6);
+			return 0;
+		}
+	}
+	int rc = uroce_neigh_lookup((int)c->info.ifindex, gid, mac);
+
+	if (rc == 0) {
+		struct neigh_entry *e = &c->neigh[c->neigh_next++ % CTX_NEIGH_MAX];
+
+		memcpy(e->gid, gid, 16);
+		memcpy(e->mac, mac, 6);
+		e->valid = true;
+	}
+	return rc;
+}
+
+/* Resolve an engine packet's address vector into a path. Returns 0, or -errno to drop it. */
+static int resolve(struct uroce_ctx *c, const struct uroce_tx_pkt *t, struct uroce_path *p)
+{
+	const struct uroce_av *av = t->av;
+
+	if (av->sgid_index >= c->ngids)
+		return -EINVAL;
+	const struct uroce_gid_entry *g = &c->gids[av->sgid_index];
+
+	memset(p, 0, sizeof(*p));
+	memcpy(p->sgid, g->gid, 16);
+	memcpy(p->dgid, av->dgid, 16);
+	p->traffic_class = av->traffic_class;
+	p->hop_limit = av->hop_limit;
+	p->flow_label = av->flow_label;
+	if (g->type == UROCE_GID_V1) {
+		p->encap = UROCE_ENCAP_V1;
+		return v1_dmac(c, av->dgid, p->dmac);
+	}
+	p->encap = gid_is_v4(g->gid) ? UROCE_ENCAP_V2_IPV4 : UROCE_ENCAP_V2_IPV6;
+	p->sport = uroce_udp_sport(t->src_qpn, t->dst_qpn, av->flow_label);
+	return 0;
+}
+
+/* Hand descriptors to a backend; a full socket buffer gets a few more chances. */
+static void send_all(struct uroce_backend *b, struct uroce_tx_desc *d, int n)
+{
+	int done = 0;
+
+	for (int tries = 0; done < n && tries < 64; tries++) {
+		int k = uroce_backend_tx(b, d + done, n - done);
+
+		if (k < 0)
+			return;
+		if (k == 0) {
+			struct pollfd pfd = { .fd = uroce_backend_fd(b), .events = POLLOUT };
+
+			poll(&pfd, 1, 1);
+		}
+		done += k;
+	}
+}
+
+static void do_tx(struct uroce_ctx *c, uint64_t now)
+{
+	for (int round = 0; round < 64; round++) {
+		int n = uroce_eng_tx(c->eng, now, c->txp, CTX_BURST), n1 = 0, n2 = 0;
+
+		if (n <= 0)
+			return;
+		for (int i = 0; i < n; i++) {
+			if (resolve(c, &c->txp[i], &c->path[i]))
+				continue; /* unresolvable: dropped; RC retransmits */
+			struct uroce_tx_desc *d = c->path[i].encap == UROCE_ENCAP_V1 ? &c->d1[n1++]
+										       : &c->d2[n2++];
+
+			d->pkt = &c->txp[i];
+			d->path = &c->path[i];
+			d->icrc_xor = 0;
+		}
+		if (n1 && c->v1)
+			send_all(c->v1, c->d1, n1);
+		if (n2 && c->v2)
+			send_all(c->v2, c->d2, n2);
+	}
+}
+
+/* ---- receive ------------------------------------------------------------------------------- */
+
+static int gid_index(const struct uroce_ctx *c, const uint8_t gid[16], enum uroce_encap encap)
+{
+	enum uroce_gid_type want = encap == UROCE_ENCAP_V1 ? UROCE_GID_V1 : UROCE_GID_V2;
+
+	for (int i = 0; i < c->ngids; i++)
+		if (c->gids[i].type == want && memcmp(c->gids[i].gid, gid, 16) == 0)
+			return i;
+	return -1;
+}
+
+static void do_rx(struct uroce_ctx *c, struct uroce_backend *b, uint64_t now)
+{
+	if (!b)
+		return;
+	for (int round = 0; round < 16; round++) {
+		int n = uroce_backend_rx(b, c->rxd, CTX_BURST);
+
+		if (n <= 0)
+			return;
+		for (int i = 0; i < n; i++) {
+			struct uroce_rx_pkt *p = &c->rxd[i].pkt;
+			int idx = gid_index(c, p->dgid, p->encap);
+
+			if (idx < 0) {
+				/* Not an address (or RoCE version) of this device, like rxe's
+				 * rxe_match_dgid. */
+				b->cnt[UROCE_IO_RX_DROP_NOT_FOR_US]++;
+				continue;
+			}
+			p->sgid_index = (uint8_t)idx;
+			uroce_eng_rx(c->eng, now, p);
+		}
+		if (n < CTX_BURST)
+			return;
+	}
+}
+
+static void drain_events(struct uroce_ctx *c)
+{
+	struct uroce_event ev;
+
+	while (uroce_eng_poll_event(c->eng, &ev) == 1)
+		if (c->on_event)
+			c->on_event(c->arg, &ev);
+}
+
+static void stats_flush(struct uroce_ctx *c)
+{
+	uint64_t delta[UROCE_CNT_MAX];
+
+	if (!c->stats)
+		return;
+	for (int i = 0; i < UROCE_CNT_MAX; i++) {
+		uint64_t v = uroce_eng_counter(c->eng, (enum uroce_counter)i);
+
+		delta[i] = v - c->stats_sent[i];
+		c->stats_sent[i] = v;
+	}
+	uroce_stats_add_all(c->stats, delta);
+}
+
+void uroce_ctx_progress(struct uroce_ctx *c)
+{
+	uint64_t now = mono_ns();
+
+	do_rx(c, c->v2, now);
+	do_rx(c, c->v1, now);
+	uroce_eng_advance(c->eng, now);
+	do_tx(c, now);
+	drain_events(c);
+	if (now - c->stats_at > STATS_PERIOD) {
+		c->stats_at = now;
+		stats_flush(c);
+	}
+}
+
+static void *progress_main(void *arg)
+{
+	struct uroce_ctx *c = arg;
+	struct pollfd pfd[4];
+
+	while (!atomic_load(&c->stop)) {
+		int n = 0, timeout;
+
+		pfd[n++] = (struct pollfd){ .fd = c->kick_fd, .events = POLLIN };
+		if (c->v2)
+			pfd[n++] = (struct pollfd){ .fd = uroce_backend_fd(c->v2), .events = POLLIN };
+		if (c->v1)
+			pfd[n++] = (struct pollfd){ .fd = uroce_backend_fd(c->v1), .events = POLLIN };
+		if (c->watch_fd >= 0)
+			pfd[n++] = (struct pollfd){ .fd = c->watch_fd, .events = POLLIN };
+
+		pthread_mutex_lock(&c->lock);
+		uint64_t dl = uroce_eng_next_deadline(c->eng);
+		bool pending = uroce_eng_tx_pending(c->eng);
+
+		pthread_mutex_unlock(&c->lock);
+		if (c->busy_poll || pending) {
+			timeout = 0;
+		} else if (dl == UROCE_NEVER) {
+			timeout = 1000; /* wake now and then for the counters */
+		} else {
+			uint64_t now = mono_ns();
+
+			timeout = dl <= now ? 0 : (int)((dl - now + 999999) / 1000000);
+			if (timeout > 1000)
+				timeout = 1000;
+		}
+		if (poll(pfd, (nfds_t)n, timeout) < 0 && errno != EINTR)
+			break;
+		if (pfd[0].revents & POLLIN) {
+			uint64_t v;
+
+			if (read(c->kick_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+				break;
+		}
+		pthread_mutex_lock(&c->lock);
+		if (c->watch_fd >= 0 && uroce_netif_watch_drain(c->watch_fd) > 0)
+			refresh(c);
+		uroce_ctx_progress(c);
+		pthread_mutex_unlock(&c->lock);
+	}
+	return NULL;
+}
+
+/* ---- open and close ------------------------------------------------------------------------ */
+
+static int open_backends(struct uroce_ctx *c)
+{
+	char err[256] = "";
+	int rc;
+
+	if (c->def.roce & UROCE_ROCE_V2) {
+		struct uroce_backend_cfg cfg = { .ifname = c->def.netdev, .err = err,
+						 .errlen = sizeof(err) };
+		const char *port = getenv("UROCE_PORT");
+
+		if (port)
+			cfg.port = (uint16_t)atoi(port);
+		for (int i = 0; i < c->naddrs; i++)
+			memcpy(cfg.addrs[cfg.n_addrs++], c->addrs[i], 16);
+		if (cfg.n_addrs) {
+			rc = uroce_udp_ops.open(&cfg, &c->v2);
+			if (rc) {
+				fprintf(stderr, "uroce: %s: RoCE v2 sockets: %s\n", c->def.name,
+					err[0] ? err : strerror(-rc));
+				return rc;
+			}
+			rc = uroce_backend_wrap_env(&c->v2, &c->sink, err, sizeof(err));
+			if (rc) {
+				fprintf(stderr, "uroce: %s\n", err[0] ? err : strerror(-rc));
+				return rc;
+			}
+		}
+	}
+	if (c->def.roce & UROCE_ROCE_V1) {
+		struct uroce_backend_cfg cfg = { .ifname = c->def.netdev, .err = err,
+						 .errlen = sizeof(err) };
+
+		rc = uroce_packet_ops.open(&cfg, &c->v1);
+		if (rc == -EPERM) {
+			/* Not fatal: v2 still works; v1 GIDs cannot send. */
+			fprintf(stderr, "uroce: %s: %s\n", c->def.name, UROCE_PACKET_EPERM_MSG);
+			c->v1 = NULL;
+		} else if (rc) {
+			fprintf(stderr, "uroce: %s: RoCE v1 socket: %s\n", c->def.name,
+				err[0] ? err : strerror(-rc));
+			return rc;
+		} else {
+			rc = uroce_backend_wrap_env(&c->v1, &c->sink, err, sizeof(err));
+			if (rc) {
+				fprintf(stderr, "uroce: %s\n", err[0] ? err : strerror(-rc));
+				return rc;
+			}
+		}
+	}
+	return 0;
+}
+
+int uroce_ctx_open(const char *name, const struct uroce_ctx_cfg *cfg, struct uroce_ctx **out)
+{
+	struct uroce_ctx *c = calloc(1, sizeof(*c));
+	int rc;
+
+	if (!c)
+		return -ENOMEM;
+	c->kick_fd = -1;
+	c->watch_fd = -1;
+	pthread_mutex_init(&c->lock, NULL);
+	rc = uroce_rundir_path(c->rundir, sizeof(c->rundir));
+	if (rc)
+		goto fail;
+	rc = uroce_dev_find(c->rundir, name, &c->def);
+	if (rc)
+		goto fail;
+	refresh(c);
+	if (!c->info.netdev_present) {
+		rc = -ENETDOWN;
+		goto fail;
+	}
+	c->on_event = cfg ? cfg->on_event : NULL;
+	c->arg = cfg ? cfg->arg : NULL;
+	const char *bp = getenv("UROCE_BUSY_POLL");
+
+	c->busy_poll = bp && bp[0] == '1';
+
+	struct uroce_eng_cfg ecfg;
+
+	uroce_eng_cfg_default(&ecfg);
+	ecfg.qpn_base = cfg && cfg->qpn_base ? cfg->qpn_base
+					     : 0x100 + (((uint32_t)getpid() & 0xFFF) << 11);
+	rc = uroce_eng_create(&c->eng, &ecfg);
+	if (rc)
+		goto fail;
+	rc = open_backends(c);
+	if (rc)
+		goto fail;
+	c->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (c->kick_fd < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	c->watch_fd = uroce_netif_watch_open();
+	if (uroce_stats_open(c->rundir, c->def.name, &c->stats))
+		c->stats = NULL; /* counters are best effort (read-only run-time directory) */
+	c->stats_at = mono_ns();
+	rc = -pthread_create(&c->thread, NULL, progress_main, c);
+	if (rc)
+		goto fail;
+	c->thread_started = true;
+	*out = c;
+	return 0;
+fail:
+	uroce_ctx_close(c);
+	return rc;
+}
+
+void uroce_ctx_close(struct uroce_ctx *c)
+{
+	if (!c)
+		return;
+	if (c->thread_started) {
+		atomic_store(&c->stop, true);
+		uroce_ctx_kick(c);
+		pthread_join(c->thread, NULL);
+	}
+	if (c->eng) {
+		/* Whatever is queued goes out before the sockets close (a last ACK, a DREQ). */
+		uroce_ctx_progress(c);
+		stats_flush(c);
+	}
+	if (c->stats)
+		uroce_stats_close(c->stats);
+	if (c->v2)
+		uroce_backend_close(c->v2);
+	if (c->v1)
+		uroce_backend_close(c->v1);
+	if (c->sink)
+		uroce_pcap_sink_put(c->sink);
+	uroce_eng_destroy(c->eng);
+	if (c->kick_fd >= 0)
+		close(c->kick_fd);
+	if (c->watch_fd >= 0)
+		close(c->watch_fd);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+void uroce_ctx_lock(struct uroce_ctx *c)
+{
+	pthread_mutex_lock(&c->lock);
+}
+
+void uroce_ctx_unlock(struct uroce_ctx *c)
+{
+	/* Events the caller's engine calls raised (a flush completion, say) are reported now. */
+	drain_events(c);
+	pthread_mutex_unlock(&c->lock);
+}
+
+void uroce_ctx_kick(struct uroce_ctx *c)
+{
+	uint64_t one = 1;
+
+	if (write(c->kick_fd, &one, sizeof(one)) < 0) {
+		/* EAGAIN: the counter is already non-zero, the thread will wake. */
+	}
+}
+
+struct uroce_eng *uroce_ctx_eng(struct uroce_ctx *c)
+{
+	return c->eng;
+}
+
+const struct uroce_devdef *uroce_ctx_devdef(const struct uroce_ctx *c)
+{
+	return &c->def;
+}
+
+void uroce_ctx_devinfo(struct uroce_ctx *c, struct uroce_devinfo *out)
+{
+	pthread_mutex_lock(&c->lock);
+	*out = c->info;
+	pthread_mutex_unlock(&c->lock);
+}
+
+int uroce_ctx_gids(struct uroce_ctx *c, struct uroce_gid_entry *out, int max)
+{
+	pthread_mutex_lock(&c->lock);
+	int n = c->ngids < max ? c->ngids : max;
+
+	memcpy(out, c->gids, (size_t)n * sizeof(*out));
+	pthread_mutex_unlock(&c->lock);
+	return n;
+}

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * An opened device: what `ibv_open_device` gives a process. It joins one transport engine, the
+ * device's GID table, its I/O backends (UDP sockets for RoCE v2, AF_PACKET for RoCE v1) and a
+ * progress thread that plays the NIC: it receives, runs the engine, sends, fires timers and
+ * reports events, so one-sided operations and ACKs proceed while the application sleeps.
+ *
+ * Design notes
+ * - One mutex per context serialises every engine call. Application threads take it around
+ *   verbs (post, poll, create, modify) with uroce_ctx_lock/unlock; the progress thread takes it
+ *   for each round (receive burst, timers, transmit burst) and sends while holding it, because the
+ *   engine's transmit descriptors point into QP state and bounce buffers that the next engine
+ *   call may change.
+ * - After posting, the application calls uroce_ctx_kick(): an eventfd wakes the progress thread.
+ * - The progress thread sleeps in poll() on the backend fds, the kick eventfd and the interface
+ *   watch, with the engine's next deadline as the timeout (CLOCK_MONOTONIC, ns).
+ * - Busy-poll mode (UROCE_BUSY_POLL=1): the progress thread does not sleep, for latency.
+ * - Engine events (completion notifications, async errors) are handed to the callback given at
+ *   open, from the progress thread or from the thread that made the engine call, with the lock
+ *   held: the callback must not call back into the context (it writes to an fd and returns).
+ * - Address vectors are resolved to paths with the GID table: sgid_index gives the source
+ *   address and the encapsulation (v1 or v2 by the entry's type); the destination GID gives the
+ *   destination address (v4-mapped GIDs are IPv4). RoCE v1 needs the peer's MAC from the
+ *   neighbour table; while it is being resolved the packet waits (the engine retransmits).
+ * - Received packets are matched to a GID table index by (destination address, encapsulation);
+ *   a packet for an address or version the device does not have is a counted drop.
+ */
+#ifndef UROCE_HOST_CTX_H
+#define UROCE_HOST_CTX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "host/device.h"
+#include "host/gid.h"
+#include "transport/engine.h"
+
+struct uroce_ctx;
+
+/* Called with the context lock held, for every engine event. */
+typedef void (*uroce_ctx_event_fn)(void *arg, const struct uroce_event *ev);
+
+struct uroce_ctx_cfg {
+	uroce_ctx_event_fn on_event;
+	void *arg;
+	uint32_t qpn_base; /* 0: derived from the process id, so processes do not collide */
+};
+
+/*
+ * Open the device called name (as `uroce link show` lists it). Returns 0, -ENODEV for an unknown
+ * device, -ENETDOWN when its interface is gone, or an error from the backends (-EPERM for RoCE
+ * v1 without CAP_NET_RAW is not fatal: the v1 GIDs then drop what they receive and fail sends,
+ * and a warning is printed once).
+ */
+int uroce_ctx_open(const char *name, const struct uroce_ctx_cfg *cfg, struct uroce_ctx **out);
+void uroce_ctx_close(struct uroce_ctx *c);
+
+void uroce_ctx_lock(struct uroce_ctx *c);
+void uroce_ctx_unlock(struct uroce_ctx *c);
+/* Wake the progress thread (after posting work). Lock not needed. */
+void uroce_ctx_kick(struct uroce_ctx *c);
+/* Run one progress round in the caller's thread (busy polling from ibv_poll_cq). Lock held. */
+void uroce_ctx_progress(struct uroce_ctx *c);
+
+/* The engine; call it only with the lock held. */
+struct uroce_eng *uroce_ctx_eng(struct uroce_ctx *c);
+
+const struct uroce_devdef *uroce_ctx_devdef(const struct uroce_ctx *c);
+/* Port state, MTUs, MAC, node GUID as of now. */
+void uroce_ctx_devinfo(struct uroce_ctx *c, struct uroce_devinfo *out);
+/* A copy of the current GID table. Returns the number of entries (at most max). */
+int uroce_ctx_gids(struct uroce_ctx *c, struct uroce_gid_entry *out, int max);
+
+#endif

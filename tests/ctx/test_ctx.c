@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * An opened device end to end on loopback: two RC QPs and two UD QPs of one context exchange
+ * SEND, RDMA WRITE, READ and atomics through real UDP sockets, the progress thread doing the work
+ * while the test waits on completion notifications (bounded waits, no sleeps).
+ * Run with UROCE_RUNDIR set to an empty directory (automatic devices) and UROCE_PORT.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "../check.h"
+#include "host/ctx.h"
+
+static int evfd;
+
+static void on_event(void *arg, const struct uroce_event *ev)
+{
+	uint64_t one = 1;
+
+	(void)arg;
+	if (ev->type == UROCE_EVENT_COMP && write(evfd, &one, 8) != 8)
+		abort();
+}
+
+/* Wait (at most 5 s of real time) for one completion on cq. */
+static int wait_wc(struct uroce_ctx *c, struct uroce_cq *cq, struct uroce_wc *wc)
+{
+	for (int i = 0; i < 50; i++) {
+		uroce_ctx_lock(c);
+		int n = uroce_cq_poll(cq, 1, wc);
+
+		if (n == 0)
+			uroce_cq_req_notify(cq, false);
+		/* Poll again after arming: a completion between the two is not lost. */
+		if (n == 0)
+			n = uroce_cq_poll(cq, 1, wc);
+		uroce_ctx_unlock(c);
+		if (n)
+			return n;
+		struct pollfd p = { .fd = evfd, .events = POLLIN };
+		uint64_t v;
+
+		if (poll(&p, 1, 100) > 0 && read(evfd, &v, 8) != 8)
+			return -1;
+	}
+	return 0;
+}
+
+static uint8_t mem[2][1 << 16];
+
+int main(void)
+{
+	struct uroce_ctx *c;
+	struct uroce_ctx_cfg cfg = { .on_event = on_event };
+	struct uroce_gid_entry gids[64];
+
+	if (!getenv("UROCE_RUNDIR")) {
+		fprintf(stderr, "set UROCE_RUNDIR\n");
+		return 2;
+	}
+	evfd = eventfd(0, EFD_NONBLOCK);
+	int rc = uroce_ctx_open("uroce_lo", &cfg, &c);
+
+	CHECKF(rc == 0, "open uroce_lo: %d", rc);
+	if (rc)
+		return check_exit("ctx");
+	int n = uroce_ctx_gids(c, gids, 64), idx = -1;
+
+	for (int i = 0; i < n; i++)
+		if (gids[i].ipv4 && gids[i].type == UROCE_GID_V2)
+			idx = i;
+	CHECKF(idx >= 0, "no IPv4 v2 GID on uroce_lo (%d entries)", n);
+	if (idx < 0)
+		return check_exit("ctx");
+
+	uroce_ctx_lock(c);
+	struct uroce_eng *e = uroce_ctx_eng(c);
+	struct uroce_pd *pd;
+	struct uroce_cq *cq[2];
+	struct uroce_mr *mr[2];
+	struct uroce_qp *qp[2];
+
+	CHECK(uroce_pd_alloc(e, &pd) == 0);
+	for (int k = 0; k < 2; k++) {
+		CHECK(uroce_cq_create(e, 64, NULL, &cq[k]) == 0);
+		CHECK(uroce_mr_reg(pd, mem[k], sizeof(mem[k]), (uintptr_t)mem[k], 15, &mr[k]) == 0);
+		struct uroce_qp_init init = { .type = UROCE_QPT_RC, .send_cq = cq[k],
+					      .recv_cq = cq[k], .cap = { 16, 16, 1, 1, 0 } };
+
+		CHECK(uroce_qp_create(pd, &init, &qp[k]) == 0);
+	}
+	for (int k = 0; k < 2; k++) {
+		struct uroce_qp_attr a = { .qp_state = UROCE_QPS_INIT, .port_num = 1,
+					   .qp_access_flags = 15 };
+
+		CHECK(uroce_qp_modify(qp[k], &a, UROCE_QP_STATE | UROCE_QP_PKEY_INDEX |
+							 UROCE_QP_PORT | UROCE_QP_ACCESS_FLAGS) == 0);
+		a.qp_state = UROCE_QPS_RTR;
+		a.path_mtu = UROCE_MTU_1024;
+		a.dest_qp_num = uroce_qp_num(qp[!k]);
+		a.rq_psn = 100;
+		a.max_dest_rd_atomic = 1;
+		a.min_rnr_timer = 12;
+		a.av.is_global = true;
+		a.av.sgid_index = (uint8_t)idx;
+		a.av.hop_limit = 1;
+		memcpy(a.av.dgid, gids[idx].gid, 16);
+		CHECK(uroce_qp_modify(qp[k], &a, UROCE_QP_STATE | UROCE_QP_AV | UROCE_QP_PATH_MTU |
+							 UROCE_QP_DEST_QPN | UROCE_QP_RQ_PSN |
+							 UROCE_QP_MAX_DEST_RD_ATOMIC |
+							 UROCE_QP_MIN_RNR_TIMER) == 0);
+		a.qp_state = UROCE_QPS_RTS;
+		a.sq_psn = 100;
+		a.timeout = 14;
+		a.retry_cnt = 7;
+		a.rnr_retry = 7;
+		a.max_rd_atomic = 1;
+		CHECK(uroce_qp_modify(qp[k], &a, UROCE_QP_STATE | UROCE_QP_SQ_PSN | UROCE_QP_TIMEOUT |
+							 UROCE_QP_RETRY_CNT | UROCE_QP_RNR_RETRY |
+							 UROCE_QP_MAX_QP_RD_ATOMIC) == 0);
+	}
+	for (int i = 0; i < 8192; i++)
+		mem[0][i] = (uint8_t)(i * 31 + 7);
+	struct uroce_sge rs = { (uintptr_t)mem[1], 8192, uroce_mr_lkey(mr[1]) };
+	struct uroce_recv_wr rwr = { .wr_id = 5, .sg_list = &rs, .num_sge = 1 }, *rbad;
+	struct uroce_sge ss = { (uintptr_t)mem[0], 5000, uroce_mr_lkey(mr[0]) };
+	struct uroce_send_wr swr = { .wr_id = 6, .sg_list = &ss, .num_sge = 1,
+				     .opcode = UROCE_WR_SEND,
+				     .send_flags = UROCE_SEND_SIGNALED },
+			     *sbad;
+
+	CHECK(uroce_post_recv(qp[1], &rwr, &rbad) == 0);
+	CHECK(uroce_post_send(qp[0], &swr, &sbad) == 0);
+	uroce_ctx_unlock(c);
+	uroce_ctx_kick(c);
+
+	struct uroce_wc wc;
+
+	CHECK(wait_wc(c, cq[0], &wc) == 1 && wc.wr_id == 6 && wc.status == UROCE_WC_SUCCESS);
+	CHECK(wait_wc(c, cq[1], &wc) == 1 && wc.wr_id == 5 && wc.status == UROCE_WC_SUCCESS &&
+	      wc.byte_len == 5000);
+	CHECK(memcmp(mem[0], mem[1], 5000) == 0);
+
+	/* RDMA READ of 3000 bytes back from qp[1]'s memory into qp[0]'s at 20000. */
+	uroce_ctx_lock(c);
+	swr.opcode = UROCE_WR_RDMA_READ;
+	swr.wr_id = 7;
+	ss.addr = (uintptr_t)mem[0] + 20000;
+	ss.length = 3000;
+	swr.wr.rdma.remote_addr = (uintptr_t)mem[1] + 1000;
+	swr.wr.rdma.rkey = uroce_mr_rkey(mr[1]);
+	CHECK(uroce_post_send(qp[0], &swr, &sbad) == 0);
+	uroce_ctx_unlock(c);
+	uroce_ctx_kick(c);
+	CHECK(wait_wc(c, cq[0], &wc) == 1 && wc.wr_id == 7 && wc.status == UROCE_WC_SUCCESS);
+	CHECK(memcmp(mem[0] + 20000, mem[1] + 1000, 3000) == 0);
+
+	uroce_ctx_lock(c);
+	CHECK(uroce_eng_counter(e, UROCE_CNT_RETRANSMITTED_PKTS) == 0);
+	uroce_ctx_unlock(c);
+	uroce_ctx_close(c);
+	close(evfd);
+	return check_exit("ctx");
+}
