@@ -38,6 +38,7 @@ static void progress(struct uroce_qp *qp)
 	qp->comp.retry_left = qp->attr.retry_cnt;
 	qp->comp.rnr_retry_left = qp->attr.rnr_retry;
 	qp->comp.rd_retry_armed = false;
+	qp->comp.started_retry = false;
 	qp->comp.timeout_at = UROCE_NEVER;
 	if (outstanding(qp))
 		uroce_comp_arm(qp);
@@ -157,6 +158,14 @@ static bool is_rd_atomic(const struct uroce_swqe *w)
 	       w->wr.opcode == UROCE_WR_ATOMIC_FETCH_AND_ADD;
 }
 
+/* The PSN of the first response a read or atomic still waits for. */
+static uint32_t read_resume_psn(const struct uroce_qp *qp, const struct uroce_swqe *w)
+{
+	return w->wr.opcode == UROCE_WR_RDMA_READ
+		       ? uroce_psn_add(w->first_psn, w->resp_bytes / qp->mtu)
+		       : w->first_psn;
+}
+
 /*
  * Everything before psn is acknowledged. Sends and writes that end before psn complete; a read
  * or atomic the ACK passes over had its response lost: it is retried (IBTA 9.7.5.1.5).
@@ -170,13 +179,19 @@ static bool ack_before(struct uroce_qp *qp, uint32_t psn)
 	while ((w = oldest_sent(qp)) && w->state == UROCE_WQE_SENT &&
 	       uroce_psn_before(w->last_psn, psn)) {
 		if (is_rd_atomic(w)) {
-			uint32_t at = w->wr.opcode == UROCE_WR_RDMA_READ
-					      ? uroce_psn_add(w->first_psn, w->resp_bytes / qp->mtu)
-					      : w->first_psn;
+			uint32_t at = read_resume_psn(qp, w);
 
+			if (uroce_psn_after(at, qp->comp.psn))
+				qp->comp.psn = at;
 			if (moved)
 				progress(qp);
-			uroce_req_retry(qp, at);
+			/* Go back once per lost response, not once per later ACK. */
+			if (!(qp->comp.rd_retry_armed && qp->comp.rd_retry_psn == at)) {
+				qp->comp.rd_retry_armed = true;
+				qp->comp.rd_retry_psn = at;
+				uroce_count(qp->eng, UROCE_CNT_COMPLETER_RETRY_ERR);
+				uroce_req_retry(qp, at);
+			}
 			return false;
 		}
 		uroce_comp_wqe(qp, w, UROCE_WC_SUCCESS);
@@ -184,8 +199,15 @@ static bool ack_before(struct uroce_qp *qp, uint32_t psn)
 			return false;
 		moved = true;
 	}
-	if (uroce_psn_after(psn, qp->comp.psn)) {
-		qp->comp.psn = psn;
+	/* The oldest unacknowledged PSN moves up to psn, but never past a read or atomic whose
+	 * responses have not all arrived. */
+	uint32_t upto = psn;
+
+	if (w && w->state == UROCE_WQE_SENT && is_rd_atomic(w) &&
+	    uroce_psn_before(read_resume_psn(qp, w), upto))
+		upto = read_resume_psn(qp, w);
+	if (uroce_psn_after(upto, qp->comp.psn)) {
+		qp->comp.psn = upto;
 		moved = true;
 	}
 	if (moved)
@@ -245,12 +267,17 @@ static void on_ack(struct uroce_qp *qp, const struct uroce_tpkt *t)
 		switch (syn) {
 		case UROCE_NAK_PSN_SEQ_ERR:
 			uroce_count(qp->eng, UROCE_CNT_RCVD_SEQ_ERR);
+			/* Already going back to psn (RNR wait, or a retry not yet sent): once. */
+			if (qp->req.psn == psn || qp->comp.started_retry)
+				return;
 			if (qp->comp.retry_left == 0) {
 				uroce_count(qp->eng, UROCE_CNT_RETRY_EXCEEDED_ERR);
 				fail_at(qp, psn, UROCE_WC_RETRY_EXC_ERR);
 				return;
 			}
-			qp->comp.retry_left--; /* 7 is not infinite for retry_cnt */
+			if (qp->comp.retry_left != 7) /* 7: retry forever, as rxe does */
+				qp->comp.retry_left--;
+			qp->comp.started_retry = true;
 			uroce_req_retry(qp, psn);
 			return;
 		case UROCE_NAK_INVALID_REQ:
@@ -408,8 +435,10 @@ void uroce_comp_timer(struct uroce_qp *qp, uint64_t now)
 		fail_at(qp, qp->comp.psn, UROCE_WC_RETRY_EXC_ERR);
 		return;
 	}
-	qp->comp.retry_left--;
-	uroce_count(qp->eng, UROCE_CNT_RETRANSMITTED_PKTS);
+	/* IBTA reserves "infinite" for rnr_retry; rxe (rxe_comp.c) also retries forever when
+	 * retry_cnt is 7, and so do we, so that applications behave as on Soft-RoCE. */
+	if (qp->comp.retry_left != 7)
+		qp->comp.retry_left--;
 	uroce_req_retry(qp, qp->comp.psn);
 	uroce_comp_arm(qp);
 }

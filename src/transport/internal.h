@@ -137,6 +137,7 @@ struct uroce_rd_res {
 
 struct uroce_req_state {
 	uint32_t psn;		 /* next PSN to send */
+	uint32_t psn_max;	 /* one past the highest PSN sent: below it is a retransmission */
 	uint32_t offset;	 /* bytes of sq.cur already sent */
 	uint32_t noack_pkts;	 /* packets since the last AckReq */
 	uint32_t rd_atomic;	 /* outstanding reads and atomics */
@@ -150,6 +151,7 @@ struct uroce_comp_state {
 	uint8_t retry_left;
 	uint8_t rnr_retry_left;
 	uint32_t rd_retry_psn;	/* read response gap already answered by a retry at this PSN */
+	bool started_retry;	/* a NAK started a go-back; more NAKs wait for progress or a timeout */
 	bool rd_retry_armed;
 };
 

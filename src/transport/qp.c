@@ -473,6 +473,7 @@ int uroce_qp_modify(struct uroce_qp *qp, const struct uroce_qp_attr *a, unsigned
 	if (mask & UROCE_QP_SQ_PSN) {
 		q->sq_psn = uroce_psn(a->sq_psn);
 		qp->req.psn = q->sq_psn;
+		qp->req.psn_max = q->sq_psn;
 		qp->comp.psn = q->sq_psn;
 	}
 	if (mask & UROCE_QP_MAX_QP_RD_ATOMIC)

@@ -240,7 +240,11 @@ int uroce_req_next(struct uroce_qp *qp, struct uroce_tx_pkt *out)
 	out->src_qpn = qp->qpn;
 	out->dst_qpn = t.bth.dqpn;
 
+	if (rc && uroce_psn_before(qp->req.psn, qp->req.psn_max))
+		uroce_count(qp->eng, UROCE_CNT_RETRANSMITTED_PKTS);
 	qp->req.psn = uroce_psn_add(qp->req.psn, psns);
+	if (rc && uroce_psn_after(qp->req.psn, qp->req.psn_max))
+		qp->req.psn_max = qp->req.psn;
 	if (!last) {
 		qp->req.offset = off + n;
 		if (rc)

@@ -58,6 +58,20 @@ static void recv_complete(struct uroce_qp *qp, enum uroce_wc_status st, enum uro
 		uroce_count(qp->eng, UROCE_CNT_RDMA_RECVS);
 }
 
+/*
+ * No receive WQE: RC answers an RNR NAK (IBTA 9.7.5.2.8) and, as after a sequence NAK, drops the
+ * packets that follow silently until the requester comes back to this PSN; UC drops.
+ */
+static void rnr_nak(struct uroce_qp *qp, uint32_t psn)
+{
+	if (qp->init.type != UROCE_QPT_RC) {
+		uroce_count(qp->eng, UROCE_CNT_DROP_NO_RECV);
+		return;
+	}
+	queue_ack(qp, UROCE_ACK_NAK, UROCE_AETH_RNR_NAK | qp->attr.min_rnr_timer, psn);
+	qp->resp.nak_seq_sent = true;
+}
+
 /* Take the next receive WQE into resp.wqe. */
 static bool take_wqe(struct uroce_qp *qp)
 {
@@ -113,11 +127,7 @@ static int do_send(struct uroce_qp *qp, const struct uroce_tpkt *t, unsigned fla
 
 	if (!take_wqe(qp)) {
 		uroce_count(qp->eng, UROCE_CNT_SEND_RNR_ERR);
-		if (qp->init.type == UROCE_QPT_RC)
-			queue_ack(qp, UROCE_ACK_NAK, UROCE_AETH_RNR_NAK | qp->attr.min_rnr_timer,
-				  t->bth.psn);
-		else
-			uroce_count(qp->eng, UROCE_CNT_DROP_NO_RECV);
+		rnr_nak(qp, t->bth.psn);
 		return 0xFF;
 	}
 	if (flags & UROCE_OPF_FIRST)
@@ -161,11 +171,7 @@ static int do_write(struct uroce_qp *qp, const struct uroce_tpkt *t, unsigned fl
 	/* WRITE with immediate consumes a receive: check before touching memory (RNR). */
 	if ((flags & UROCE_OPF_IMM) && !take_wqe(qp)) {
 		uroce_count(qp->eng, UROCE_CNT_SEND_RNR_ERR);
-		if (qp->init.type == UROCE_QPT_RC)
-			queue_ack(qp, UROCE_ACK_NAK, UROCE_AETH_RNR_NAK | qp->attr.min_rnr_timer,
-				  t->bth.psn);
-		else
-			uroce_count(qp->eng, UROCE_CNT_DROP_NO_RECV);
+		rnr_nak(qp, t->bth.psn);
 		return 0xFF;
 	}
 	if (t->payload_len) {
