@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uroce's libibverbs.so.1: the objects behind the rdma-core v44 ABI (Debian 12).
+ *
+ * Every object handed to an application is one of the structs below; the public rdma-core
+ * struct is a member, and container_of() finds ours. Header-inline verbs in the applications
+ * (ibv_post_send, ibv_poll_cq, ibv_query_port, ibv_query_device_ex, ...) jump through
+ * ctx->ops and the verbs_context ops, so those tables are complete (stubs where uroce has no
+ * feature) and the struct layouts are exactly rdma-core's (docs/rdma-core-abi.md §5, §6).
+ *
+ * Locking
+ * - Every engine call is made under uroce_ctx_lock(). Engine events reach compat_on_event()
+ *   with that lock held (from the progress thread or from an engine call of ours).
+ * - A completion channel's queue has its own mutex, and so has a context's async event queue;
+ *   both are taken inside the context lock (ctx lock, then channel or event lock), never the
+ *   other way round.
+ * - Event accounting (ibv_ack_*_events, and destroy waiting for the acks, as rdma-core does)
+ *   uses the mutex and cond inside the public objects.
+ *
+ * Errors: internal functions return 0 or a negative errno (STYLE.md); the exported verbs turn
+ * that into what rdma-core returns (positive errno, or NULL with errno set).
+ */
+#ifndef UROCE_COMPAT_COMPAT_H
+#define UROCE_COMPAT_COMPAT_H
+
+#include <infiniband/verbs.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "host/ctx.h"
+#include "host/device.h"
+#include "transport/engine.h"
+
+#define compat_container_of(ptr, type, member) \
+	((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+
+/*
+ * A device. The first 712 bytes have the shape of rdma-core's private struct verbs_device:
+ * libmlx5/libefa (loaded by perftest and UCX) read the pointer at +664 to recognise their own
+ * devices, so it must be there and point at neither of theirs.
+ * Reference counted: the list holds one reference until ibv_free_device_list(), every open
+ * context one more (applications free the list right after opening a device).
+ */
+struct compat_device {
+	struct ibv_device dev;
+	const void *ops; /* +664: verbs_device.ops */
+	int vd_refcount; /* the rest of verbs_device, unused */
+	void *vd_entry[2];
+	void *vd_sysfs;
+	uint64_t vd_core_support;
+	/* ours */
+	atomic_int refs;
+	int index; /* position in the device list: ibv_get_device_index() */
+	struct uroce_devdef def;
+	uint8_t node_guid[8];
+};
+
+struct compat_async {
+	struct compat_async *next;
+	struct ibv_async_event ev;
+};
+
+/* An open device. vctx.context is what the application holds. */
+struct compat_ctx {
+	struct uroce_ctx *uc;
+	struct compat_device *dev;
+	pthread_mutex_t ev_lock; /* the async event queue */
+	struct compat_async *ev_head, *ev_tail;
+	struct verbs_context vctx; /* last: the inlines find it at ctx - 320 */
+};
+
+struct compat_pd {
+	struct ibv_pd pd;
+	struct uroce_pd *epd;
+};
+
+struct compat_mr {
+	struct ibv_mr mr;
+	struct uroce_mr *emr;
+};
+
+struct compat_ah {
+	struct ibv_ah ah;
+	struct uroce_ah *eah;
+};
+
+struct compat_channel {
+	struct ibv_comp_channel ch;
+	pthread_mutex_t lock; /* the queue below and the CQs' ch_* fields */
+	struct compat_cq *head, *tail;
+};
+
+struct compat_cq {
+	struct ibv_cq cq;
+	struct uroce_cq *ecq;
+	/* Completion events waiting in the channel (channel lock). A CQ is queued once however
+	 * many events it has pending; ibv_get_cq_event() takes one at a time. */
+	struct compat_cq *ch_next;
+	unsigned ch_pending;
+	/* Events handed out (cq.mutex): destroy waits until the application acked them all. */
+	unsigned comp_reported;
+	unsigned async_reported;
+};
+
+struct compat_srq {
+	struct ibv_srq srq;
+	struct uroce_srq *esrq;
+	unsigned async_reported;
+};
+
+struct compat_qp {
+	struct ibv_qp qp;
+	struct uroce_qp *eqp;
+	unsigned async_reported;
+};
+
+static inline struct compat_ctx *compat_ctx_of(struct ibv_context *c)
+{
+	return compat_container_of(c, struct compat_ctx, vctx.context);
+}
+
+static inline struct uroce_ctx *compat_uc(struct ibv_context *c)
+{
+	return compat_ctx_of(c)->uc;
+}
+
+/* context.c: the ops tables */
+void uroce_compat_ctx_set_ops(struct compat_ctx *ctx);
+
+/* event.c: engine events into completion channels and the async queue */
+void uroce_compat_on_event(void *arg, const struct uroce_event *ev);
+/* Deliver every event the engine holds now (context lock held). Called before destroying an
+ * object, so no stale event can name it later. */
+void uroce_compat_drain_events(struct compat_ctx *ctx);
+/* Remove queued, not yet reported async events for obj (context lock held). */
+void uroce_compat_forget_async(struct compat_ctx *ctx, const void *obj);
+/* Remove cq's pending completion events from its channel (context lock held). */
+void uroce_compat_forget_comp(struct compat_cq *cq);
+/* Wait until the application has acked every event it was given for an object. */
+void uroce_compat_wait_acked(pthread_mutex_t *m, pthread_cond_t *c, const uint32_t *completed,
+			     const unsigned *reported);
+
+/* post.c: the data-path ops */
+int uroce_compat_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+int uroce_compat_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+int uroce_compat_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+			       struct ibv_recv_wr **bad);
+int uroce_compat_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc);
+int uroce_compat_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+
+/* query.c */
+int uroce_compat_query_port_op(struct ibv_context *c, uint8_t port, struct ibv_port_attr *attr,
+			       size_t len);
+int uroce_compat_query_device_ex_op(struct ibv_context *c,
+				    const struct ibv_query_device_ex_input *input,
+				    struct ibv_device_attr_ex *attr, size_t attr_size);
+/* The GID table entry idx of port 1 into *out. 0, -EINVAL (bad port or index beyond the table
+ * size), -ENODATA (an empty slot: the index is past the current entries). */
+int uroce_compat_gid(struct ibv_context *c, uint32_t port, uint32_t idx,
+		     struct uroce_gid_entry *out);
+
+/* ah.c: ibv_ah_attr to an engine address vector. 0 or -EINVAL (no GRH: RoCE needs one; an
+ * sgid_index that names no GID). */
+int uroce_compat_av_from_ah_attr(struct ibv_context *c, const struct ibv_ah_attr *a,
+				 struct uroce_av *av);
+void uroce_compat_ah_attr_from_av(const struct uroce_av *av, struct ibv_ah_attr *a);
+
+/* Turn a negative engine error into rdma-core's conventions. */
+static inline int compat_err(int neg)
+{
+	return neg < 0 ? -neg : neg;
+}
+
+#endif

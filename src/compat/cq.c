@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: MIT */
+/* Completion channels and completion queues (poll and arm are in post.c, the data path). */
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "compat/compat.h"
+
+struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
+{
+	struct compat_channel *ch = calloc(1, sizeof(*ch));
+
+	if (!ch) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ch->ch.fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+	if (ch->ch.fd < 0) {
+		int err = errno;
+
+		free(ch);
+		errno = err;
+		return NULL;
+	}
+	pthread_mutex_init(&ch->lock, NULL);
+	ch->ch.context = context;
+	ch->ch.refcnt = 0;
+	return &ch->ch;
+}
+
+int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
+{
+	struct compat_channel *ch = compat_container_of(channel, struct compat_channel, ch);
+
+	pthread_mutex_lock(&ch->lock);
+	if (channel->refcnt) {
+		pthread_mutex_unlock(&ch->lock);
+		return EBUSY;
+	}
+	pthread_mutex_unlock(&ch->lock);
+	close(channel->fd);
+	pthread_mutex_destroy(&ch->lock);
+	free(ch);
+	return 0;
+}
+
+struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
+			     struct ibv_comp_channel *channel, int comp_vector)
+{
+	struct uroce_ctx *uc = compat_uc(context);
+	struct compat_cq *cq;
+	int err;
+
+	if (cqe < 1 || cqe > UROCE_MAX_CQE || comp_vector < 0 ||
+	    comp_vector >= context->num_comp_vectors) {
+		errno = EINVAL;
+		return NULL;
+	}
+	cq = calloc(1, sizeof(*cq));
+	if (!cq) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	uroce_ctx_lock(uc);
+	err = uroce_cq_create(uroce_ctx_eng(uc), (uint32_t)cqe, cq, &cq->ecq);
+	uroce_ctx_unlock(uc);
+	if (err) {
+		free(cq);
+		errno = -err;
+		return NULL;
+	}
+	cq->cq.context = context;
+	cq->cq.channel = channel;
+	cq->cq.cq_context = cq_context;
+	cq->cq.cqe = cqe;
+	pthread_mutex_init(&cq->cq.mutex, NULL);
+	pthread_cond_init(&cq->cq.cond, NULL);
+	if (channel) {
+		struct compat_channel *ch = compat_container_of(channel, struct compat_channel, ch);
+
+		pthread_mutex_lock(&ch->lock);
+		channel->refcnt++;
+		pthread_mutex_unlock(&ch->lock);
+	}
+	return &cq->cq;
+}
+
+int ibv_destroy_cq(struct ibv_cq *ibcq)
+{
+	struct compat_cq *cq = compat_container_of(ibcq, struct compat_cq, cq);
+	struct compat_ctx *ctx = compat_ctx_of(ibcq->context);
+	int err;
+
+	uroce_ctx_lock(ctx->uc);
+	uroce_compat_drain_events(ctx); /* no engine event may name the CQ afterwards */
+	err = uroce_cq_destroy(cq->ecq);
+	if (!err) {
+		uroce_compat_forget_comp(cq);
+		uroce_compat_forget_async(ctx, ibcq);
+	}
+	uroce_ctx_unlock(ctx->uc);
+	if (err)
+		return -err;
+	/* As rdma-core: wait until every event handed out was acked. */
+	uroce_compat_wait_acked(&ibcq->mutex, &ibcq->cond, &ibcq->comp_events_completed,
+				&cq->comp_reported);
+	uroce_compat_wait_acked(&ibcq->mutex, &ibcq->cond, &ibcq->async_events_completed,
+				&cq->async_reported);
+	if (ibcq->channel) {
+		struct compat_channel *ch =
+			compat_container_of(ibcq->channel, struct compat_channel, ch);
+
+		pthread_mutex_lock(&ch->lock);
+		ibcq->channel->refcnt--;
+		pthread_mutex_unlock(&ch->lock);
+	}
+	pthread_cond_destroy(&ibcq->cond);
+	pthread_mutex_destroy(&ibcq->mutex);
+	free(cq);
+	return 0;
+}
+
+int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq_out, void **cq_context)
+{
+	struct compat_channel *ch = compat_container_of(channel, struct compat_channel, ch);
+	struct compat_cq *cq;
+	uint64_t v;
+	ssize_t r;
+
+	for (;;) {
+		r = read(channel->fd, &v, sizeof(v));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r != sizeof(v))
+			return -1; /* EAGAIN on a non-blocking channel */
+		pthread_mutex_lock(&ch->lock);
+		cq = ch->head;
+		if (cq) {
+			/* One event per call; a CQ with more goes to the back of the queue. */
+			ch->head = cq->ch_next;
+			if (!ch->head)
+				ch->tail = NULL;
+			if (--cq->ch_pending) {
+				cq->ch_next = NULL;
+				if (ch->tail)
+					ch->tail->ch_next = cq;
+				else
+					ch->head = cq;
+				ch->tail = cq;
+			}
+		}
+		pthread_mutex_unlock(&ch->lock);
+		if (cq)
+			break;
+	}
+	pthread_mutex_lock(&cq->cq.mutex);
+	cq->comp_reported++;
+	pthread_mutex_unlock(&cq->cq.mutex);
+	*cq_out = &cq->cq;
+	*cq_context = cq->cq.cq_context;
+	return 0;
+}
+
+void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
+{
+	pthread_mutex_lock(&cq->mutex);
+	cq->comp_events_completed += nevents;
+	pthread_cond_signal(&cq->cond);
+	pthread_mutex_unlock(&cq->mutex);
+}

@@ -1,0 +1,468 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uroce's libibverbs.so.1 through the public verbs API, compiled against Debian's
+ * <infiniband/verbs.h> so the header inlines (ibv_post_send, ibv_poll_cq, ibv_query_port, ...)
+ * go through our ops tables exactly as in an application.
+ *
+ * Two RC QPs of one context are connected to each other over RoCE v2 on the IPv4 address of
+ * the device (default uroce_lo and 127.0.0.1; argv[1], argv[2] override them), then SEND/RECV
+ * with immediate data, RDMA WRITE, RDMA READ, both atomics, completion channels (blocking and
+ * non-blocking), rdma-core's error conventions and the UD path with an AH.
+ * Exit 77 (skip) when the device does not exist or cannot be opened here.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <infiniband/verbs.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "check.h"
+
+#define BUF	8192
+#define WAIT_MS 5000
+
+struct end {
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+};
+
+static int find_gid(struct ibv_context *ctx, const char *ip4)
+{
+	struct ibv_port_attr pa;
+	uint8_t want[16] = {[10] = 0xff, [11] = 0xff};
+
+	if (inet_pton(AF_INET, ip4, want + 12) != 1 || ibv_query_port(ctx, 1, &pa))
+		return -1;
+	for (int i = 0; i < pa.gid_tbl_len; i++) {
+		struct ibv_gid_entry e;
+
+		if (ibv_query_gid_ex(ctx, 1, (uint32_t)i, &e, 0))
+			break; /* ENODATA: past the entries */
+		if (e.gid_type == IBV_GID_TYPE_ROCE_V2 && !memcmp(e.gid.raw, want, 16))
+			return i;
+	}
+	return -1;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* One completion from cq within WAIT_MS (busy polling, as most verbs applications do). */
+static int poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	uint64_t end = now_ms() + WAIT_MS;
+
+	do {
+		int n = ibv_poll_cq(cq, 1, wc);
+
+		if (n)
+			return n;
+	} while (now_ms() < end);
+	return 0;
+}
+
+static void to_rts(struct ibv_qp *qp, uint32_t dest_qpn, int gid_idx, const union ibv_gid *dgid)
+{
+	struct ibv_qp_attr a = {0};
+
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.pkey_index = 0;
+	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			    IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE;
+	CHECK(ibv_modify_qp(qp, &a,
+			    IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) ==
+	      0);
+	CHECK(qp->state == IBV_QPS_INIT);
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = dest_qpn;
+	a.rq_psn = 100;
+	a.max_dest_rd_atomic = 4;
+	a.min_rnr_timer = 12;
+	a.ah_attr.port_num = 1;
+	/* RoCE needs a GRH: without it RTR is refused, as the kernel does. */
+	CHECK(ibv_modify_qp(qp, &a,
+			    IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+				    IBV_QP_MIN_RNR_TIMER) == EINVAL);
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = *dgid;
+	a.ah_attr.grh.sgid_index = (uint8_t)gid_idx;
+	a.ah_attr.grh.hop_limit = 64;
+	CHECK(ibv_modify_qp(qp, &a,
+			    IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+				    IBV_QP_MIN_RNR_TIMER) == 0);
+	CHECK(qp->state == IBV_QPS_RTR);
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.sq_psn = 100;
+	a.max_rd_atomic = 4;
+	CHECK(ibv_modify_qp(qp, &a,
+			    IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				    IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) == 0);
+	CHECK(qp->state == IBV_QPS_RTS);
+}
+
+static void make_end(struct ibv_context *ctx, struct ibv_pd *pd, struct ibv_comp_channel *ch,
+		     struct end *e)
+{
+	struct ibv_qp_init_attr init = {0};
+
+	e->buf = calloc(1, BUF);
+	/* Optional access bits (RELAXED_ORDERING) must be ignored, as perftest sets them. */
+	e->mr = ibv_reg_mr_iova2(pd, e->buf, BUF, (uintptr_t)e->buf,
+				 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+					 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+					 IBV_ACCESS_RELAXED_ORDERING);
+	CHECK(e->mr != NULL);
+	e->cq = ibv_create_cq(ctx, 64, e, ch, 0);
+	CHECK(e->cq != NULL);
+	CHECK(e->cq->cqe >= 64);
+	init.send_cq = e->cq;
+	init.recv_cq = e->cq;
+	init.qp_type = IBV_QPT_RC;
+	init.cap.max_send_wr = 32;
+	init.cap.max_recv_wr = 32;
+	init.cap.max_send_sge = 2;
+	init.cap.max_recv_sge = 2;
+	init.cap.max_inline_data = 64;
+	e->qp = ibv_create_qp(pd, &init);
+	CHECK(e->qp != NULL);
+	CHECK(init.cap.max_inline_data >= 64 && init.cap.max_send_sge >= 2);
+}
+
+static void test_rc(struct ibv_context *ctx, struct ibv_pd *pd, int gid_idx)
+{
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+	struct end a, b;
+	union ibv_gid gid;
+	struct ibv_wc wc;
+	struct ibv_sge sge;
+	struct ibv_recv_wr rwr = {0}, *rbad;
+	struct ibv_send_wr swr = {0}, *sbad;
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+
+	CHECK(ch != NULL);
+	if (!ch)
+		return;
+	make_end(ctx, pd, ch, &a);
+	make_end(ctx, pd, NULL, &b);
+	if (!a.qp || !b.qp || !a.mr || !b.mr)
+		return;
+	CHECK(ibv_destroy_comp_channel(ch) == EBUSY); /* a CQ uses it */
+	CHECK(ibv_query_gid(ctx, 1, gid_idx, &gid) == 0);
+	to_rts(a.qp, b.qp->qp_num, gid_idx, &gid);
+	to_rts(b.qp, a.qp->qp_num, gid_idx, &gid);
+
+	CHECK(ibv_query_qp(a.qp, &qa, IBV_QP_STATE | IBV_QP_CAP | IBV_QP_AV, &qi) == 0);
+	CHECK(qa.qp_state == IBV_QPS_RTS);
+	CHECK(qa.dest_qp_num == b.qp->qp_num);
+	CHECK(qa.ah_attr.is_global && qa.ah_attr.grh.sgid_index == gid_idx);
+	CHECK(qi.cap.max_send_sge >= 2 && qi.qp_type == IBV_QPT_RC);
+
+	/* SEND with immediate: b receives; a's completion arrives through the channel. */
+	memcpy(a.buf, "hello uroce", 12);
+	sge = (struct ibv_sge){(uintptr_t)b.buf + 1024, 64, b.mr->lkey};
+	rwr.wr_id = 7;
+	rwr.sg_list = &sge;
+	rwr.num_sge = 1;
+	CHECK(ibv_post_recv(b.qp, &rwr, &rbad) == 0);
+	CHECK(ibv_req_notify_cq(a.cq, 0) == 0);
+	struct ibv_sge ssge = {(uintptr_t)a.buf, 12, a.mr->lkey};
+
+	swr.wr_id = 9;
+	swr.sg_list = &ssge;
+	swr.num_sge = 1;
+	swr.opcode = IBV_WR_SEND_WITH_IMM;
+	swr.send_flags = IBV_SEND_SIGNALED;
+	swr.imm_data = htonl(0x12345678);
+	CHECK(ibv_post_send(a.qp, &swr, &sbad) == 0);
+	CHECK(poll_one(b.cq, &wc) == 1);
+	CHECKF(wc.status == IBV_WC_SUCCESS, "recv status %s", ibv_wc_status_str(wc.status));
+	CHECK(wc.wr_id == 7 && wc.opcode == IBV_WC_RECV && wc.byte_len == 12);
+	CHECK((wc.wc_flags & IBV_WC_WITH_IMM) && ntohl(wc.imm_data) == 0x12345678);
+	CHECK(wc.qp_num == b.qp->qp_num);
+	CHECK(!memcmp(b.buf + 1024, "hello uroce", 12));
+
+	struct pollfd pfd = {.fd = ch->fd, .events = POLLIN};
+	struct ibv_cq *ev_cq = NULL;
+	void *ev_ctx = NULL;
+
+	CHECK(poll(&pfd, 1, WAIT_MS) == 1);
+	CHECK(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0);
+	CHECK(ev_cq == a.cq && ev_ctx == &a);
+	ibv_ack_cq_events(ev_cq, 1);
+	CHECK(ibv_poll_cq(a.cq, 1, &wc) == 1);
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 9 && wc.opcode == IBV_WC_SEND);
+	/* Non-blocking channel with nothing pending: -1, EAGAIN. */
+	CHECK(fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK) == 0);
+	errno = 0;
+	CHECK(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == -1 && errno == EAGAIN);
+
+	/* RDMA WRITE (inline), then RDMA READ it back into another part of a's buffer. */
+	memcpy(a.buf + 100, "written by a", 13);
+	ssge = (struct ibv_sge){(uintptr_t)a.buf + 100, 13, a.mr->lkey};
+	swr.wr_id = 10;
+	swr.opcode = IBV_WR_RDMA_WRITE;
+	swr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+	swr.wr.rdma.remote_addr = (uintptr_t)b.buf + 2000;
+	swr.wr.rdma.rkey = b.mr->rkey;
+	CHECK(ibv_post_send(a.qp, &swr, &sbad) == 0);
+	CHECK(poll_one(a.cq, &wc) == 1);
+	CHECKF(wc.status == IBV_WC_SUCCESS, "write status %s", ibv_wc_status_str(wc.status));
+	CHECK(wc.wr_id == 10 && wc.opcode == IBV_WC_RDMA_WRITE);
+	CHECK(!memcmp(b.buf + 2000, "written by a", 13));
+
+	for (int i = 0; i < 4000; i++)
+		b.buf[4096 + i] = (uint8_t)(i * 7);
+	ssge = (struct ibv_sge){(uintptr_t)a.buf + 4096, 4000, a.mr->lkey};
+	swr.wr_id = 11;
+	swr.opcode = IBV_WR_RDMA_READ;
+	swr.send_flags = IBV_SEND_SIGNALED;
+	swr.wr.rdma.remote_addr = (uintptr_t)b.buf + 4096;
+	CHECK(ibv_post_send(a.qp, &swr, &sbad) == 0);
+	CHECK(poll_one(a.cq, &wc) == 1);
+	CHECKF(wc.status == IBV_WC_SUCCESS, "read status %s", ibv_wc_status_str(wc.status));
+	CHECK(wc.wr_id == 11 && wc.opcode == IBV_WC_RDMA_READ && wc.byte_len == 4000);
+	CHECK(!memcmp(a.buf + 4096, b.buf + 4096, 4000));
+
+	/* Atomics on an 8-byte aligned word of b. */
+	uint64_t *word = (uint64_t *)(void *)(b.buf + 3000 - 3000 % 8);
+
+	*word = 40;
+	ssge = (struct ibv_sge){(uintptr_t)a.buf + 8, 8, a.mr->lkey};
+	swr.wr_id = 12;
+	swr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+	swr.wr.atomic.remote_addr = (uintptr_t)word;
+	swr.wr.atomic.compare_add = 2;
+	swr.wr.atomic.rkey = b.mr->rkey;
+	CHECK(ibv_post_send(a.qp, &swr, &sbad) == 0);
+	CHECK(poll_one(a.cq, &wc) == 1);
+	CHECKF(wc.status == IBV_WC_SUCCESS, "fadd status %s", ibv_wc_status_str(wc.status));
+	CHECK(wc.opcode == IBV_WC_FETCH_ADD);
+	uint64_t old;
+
+	memcpy(&old, a.buf + 8, 8);
+	CHECK(old == 40 && *word == 42);
+	swr.wr_id = 13;
+	swr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+	swr.wr.atomic.compare_add = 42;
+	swr.wr.atomic.swap = 7;
+	CHECK(ibv_post_send(a.qp, &swr, &sbad) == 0);
+	CHECK(poll_one(a.cq, &wc) == 1);
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_COMP_SWAP);
+	CHECK(*word == 7);
+
+	/* rdma-core's conventions: a positive errno, *bad_wr at the first one not posted. */
+	struct ibv_send_wr w2 = swr, w1 = swr;
+
+	w1.next = &w2;
+	w1.opcode = IBV_WR_RDMA_WRITE;
+	w1.send_flags = 0;
+	w1.wr.rdma.remote_addr = (uintptr_t)b.buf;
+	w1.wr.rdma.rkey = b.mr->rkey;
+	w2.num_sge = 1000;
+	sbad = NULL;
+	CHECK(ibv_post_send(a.qp, &w1, &sbad) == EINVAL);
+	CHECK(sbad == &w2);
+	rwr.num_sge = 1000;
+	rbad = NULL;
+	CHECK(ibv_post_recv(b.qp, &rwr, &rbad) == EINVAL && rbad == &rwr);
+
+	/* Error to flush: a's posted receive completes with WR_FLUSH_ERR. */
+	rwr.num_sge = 1;
+	sge = (struct ibv_sge){(uintptr_t)a.buf, 16, a.mr->lkey};
+	rwr.wr_id = 77;
+	CHECK(ibv_post_recv(a.qp, &rwr, &rbad) == 0);
+	qa.qp_state = IBV_QPS_ERR;
+	CHECK(ibv_modify_qp(a.qp, &qa, IBV_QP_STATE) == 0);
+	CHECK(a.qp->state == IBV_QPS_ERR);
+	/* The unsignaled WRITE posted before the bad request may complete first (flushed). */
+	int flushed = 0;
+
+	while (!flushed && poll_one(a.cq, &wc) == 1) {
+		CHECKF(wc.status == IBV_WC_WR_FLUSH_ERR || wc.status == IBV_WC_SUCCESS,
+		       "wr %llu: %s", (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status));
+		flushed = wc.wr_id == 77 && wc.status == IBV_WC_WR_FLUSH_ERR;
+	}
+	CHECK(flushed);
+
+	CHECK(ibv_destroy_qp(a.qp) == 0);
+	CHECK(ibv_destroy_qp(b.qp) == 0);
+	CHECK(ibv_destroy_cq(a.cq) == 0);
+	CHECK(ibv_destroy_cq(b.cq) == 0);
+	CHECK(ibv_destroy_comp_channel(ch) == 0);
+	CHECK(ibv_dereg_mr(a.mr) == 0);
+	CHECK(ibv_dereg_mr(b.mr) == 0);
+	free(a.buf);
+	free(b.buf);
+}
+
+/* UD: an AH made from the address, a datagram to the other QP, the GRH slot and an AH back. */
+static void test_ud(struct ibv_context *ctx, struct ibv_pd *pd, int gid_idx)
+{
+	struct ibv_qp_init_attr init = {
+		.qp_type = IBV_QPT_UD,
+		.cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1}};
+	struct ibv_cq *cq = ibv_create_cq(ctx, 32, NULL, NULL, 0);
+	uint8_t *buf = calloc(1, 4096);
+	struct ibv_mr *mr = ibv_reg_mr(pd, buf, 4096, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_qp *q[2];
+	struct ibv_qp_attr a = {0};
+	struct ibv_ah_attr ah_attr = {0};
+	struct ibv_wc wc;
+
+	CHECK(cq && mr);
+	if (!cq || !mr)
+		return;
+	init.send_cq = init.recv_cq = cq;
+	for (int i = 0; i < 2; i++) {
+		q[i] = ibv_create_qp(pd, &init);
+		CHECK(q[i] != NULL);
+		if (!q[i])
+			return;
+		a.qp_state = IBV_QPS_INIT;
+		a.port_num = 1;
+		a.qkey = 0x11111111;
+		CHECK(ibv_modify_qp(q[i], &a,
+				    IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY) ==
+		      0);
+		a.qp_state = IBV_QPS_RTR;
+		CHECK(ibv_modify_qp(q[i], &a, IBV_QP_STATE) == 0);
+		a.qp_state = IBV_QPS_RTS;
+		a.sq_psn = 0;
+		CHECK(ibv_modify_qp(q[i], &a, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0);
+	}
+	ah_attr.port_num = 1;
+	CHECK(ibv_create_ah(pd, &ah_attr) == NULL && errno == EINVAL); /* RoCE: GRH required */
+	ah_attr.is_global = 1;
+	ah_attr.grh.sgid_index = (uint8_t)gid_idx;
+	ah_attr.grh.hop_limit = 64;
+	CHECK(ibv_query_gid(ctx, 1, gid_idx, &ah_attr.grh.dgid) == 0);
+	struct ibv_ah *ah = ibv_create_ah(pd, &ah_attr);
+
+	CHECK(ah != NULL);
+	struct ibv_sge rs = {(uintptr_t)buf, 40 + 100, mr->lkey};
+	struct ibv_recv_wr rwr = {.wr_id = 1, .sg_list = &rs, .num_sge = 1}, *rbad;
+	struct ibv_sge ss = {(uintptr_t)buf + 2048, 100, mr->lkey};
+	struct ibv_send_wr swr = {.wr_id = 2,
+				  .sg_list = &ss,
+				  .num_sge = 1,
+				  .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED},
+			   *sbad;
+
+	memset(buf + 2048, 0x5a, 100);
+	swr.wr.ud.ah = ah;
+	swr.wr.ud.remote_qpn = q[1]->qp_num;
+	swr.wr.ud.remote_qkey = 0x11111111;
+	CHECK(ibv_post_recv(q[1], &rwr, &rbad) == 0);
+	CHECK(ibv_post_send(q[0], &swr, &sbad) == 0);
+	int got_send = 0, got_recv = 0;
+
+	for (int i = 0; i < 2; i++) {
+		if (poll_one(cq, &wc) != 1) {
+			CHECKF(0, "no UD completion");
+			break;
+		}
+		CHECKF(wc.status == IBV_WC_SUCCESS, "UD %s", ibv_wc_status_str(wc.status));
+		if (wc.opcode == IBV_WC_SEND) {
+			got_send = 1;
+			continue;
+		}
+		got_recv = 1;
+		CHECK(wc.wr_id == 1 && wc.byte_len == 140 && (wc.wc_flags & IBV_WC_GRH));
+		CHECK(wc.src_qp == q[0]->qp_num);
+		CHECK(buf[40] == 0x5a && buf[139] == 0x5a);
+		struct ibv_ah_attr back;
+
+		CHECK(ibv_init_ah_from_wc(ctx, 1, &wc, (struct ibv_grh *)(void *)buf, &back) == 0);
+		CHECK(back.is_global && back.grh.sgid_index == gid_idx);
+		CHECK(!memcmp(back.grh.dgid.raw, ah_attr.grh.dgid.raw, 16));
+		struct ibv_ah *ah2 =
+			ibv_create_ah_from_wc(pd, &wc, (struct ibv_grh *)(void *)buf, 1);
+
+		CHECK(ah2 != NULL);
+		if (ah2)
+			CHECK(ibv_destroy_ah(ah2) == 0);
+	}
+	CHECK(got_send && got_recv);
+	CHECK(ibv_destroy_ah(ah) == 0);
+	for (int i = 0; i < 2; i++)
+		CHECK(ibv_destroy_qp(q[i]) == 0);
+	CHECK(ibv_destroy_cq(cq) == 0);
+	CHECK(ibv_dereg_mr(mr) == 0);
+	free(buf);
+}
+
+int main(int argc, char **argv)
+{
+	const char *devname = argc > 1 ? argv[1] : "uroce_lo";
+	const char *ip4 = argc > 2 ? argv[2] : "127.0.0.1";
+	struct ibv_device **list;
+	struct ibv_context *ctx = NULL;
+	int n;
+
+	list = ibv_get_device_list(&n);
+	CHECK(list != NULL);
+	if (!list)
+		return check_exit("compat_verbs");
+	for (int i = 0; i < n && !ctx; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), devname))
+			ctx = ibv_open_device(list[i]);
+	ibv_free_device_list(list); /* the context keeps its device */
+	if (!ctx) {
+		printf("SKIP: cannot open device %s: %s\n", devname, strerror(errno));
+		return 77;
+	}
+	CHECK(!strcmp(ibv_get_device_name(ctx->device), devname));
+
+	struct ibv_device_attr_ex dx;
+	struct ibv_port_attr pa;
+
+	CHECK(ibv_query_device_ex(ctx, NULL, &dx) == 0);
+	CHECK(dx.orig_attr.vendor_id == 0xFFFFFF && dx.orig_attr.vendor_part_id == 0);
+	CHECK(dx.orig_attr.phys_port_cnt == 1 && dx.orig_attr.atomic_cap == IBV_ATOMIC_HCA);
+	CHECK(ibv_query_port(ctx, 1, &pa) == 0);
+	CHECK(pa.link_layer == IBV_LINK_LAYER_ETHERNET && pa.state == IBV_PORT_ACTIVE);
+	CHECK(ibv_query_port(ctx, 2, &pa) == EINVAL);
+	__be16 pkey;
+
+	CHECK(ibv_query_pkey(ctx, 1, 0, &pkey) == 0 && pkey == htons(0xFFFF));
+
+	int gid_idx = find_gid(ctx, ip4);
+
+	CHECKF(gid_idx >= 0, "no RoCE v2 GID for %s on %s", ip4, devname);
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+
+	CHECK(pd != NULL);
+	if (pd && gid_idx >= 0) {
+		test_rc(ctx, pd, gid_idx);
+		CHECK_BAIL();
+		test_ud(ctx, pd, gid_idx);
+		CHECK(ibv_dealloc_pd(pd) == 0);
+	}
+	CHECK(ibv_close_device(ctx) == 0);
+	return check_exit("compat_verbs");
+}
