@@ -266,6 +266,9 @@ void uroce_srq_check_limit(struct uroce_srq *srq);
 /* qp.c */
 void uroce_qp_to_error(struct uroce_qp *qp);
 void uroce_qp_flush(struct uroce_qp *qp);
+/* Complete one work request with a flush error on cq. */
+void uroce_qp_flush_wc(struct uroce_qp *qp, struct uroce_cq *cq, uint64_t wr_id,
+		       enum uroce_wc_opcode op);
 struct uroce_qp *uroce_qp_lookup(struct uroce_eng *e, uint32_t qpn);
 
 /* req.c */

@@ -65,19 +65,6 @@ static int check_send_wr(struct uroce_qp *qp, const struct uroce_send_wr *wr)
 	return 0;
 }
 
-static void flush_now(struct uroce_qp *qp, struct uroce_cq *cq, uint64_t wr_id,
-		      enum uroce_wc_opcode op)
-{
-	struct uroce_wc wc = {
-		.wr_id = wr_id,
-		.status = UROCE_WC_WR_FLUSH_ERR,
-		.opcode = op,
-		.qp_num = qp->qpn,
-	};
-
-	uroce_cq_push(cq, &wc, false);
-}
-
 int uroce_post_send(struct uroce_qp *qp, struct uroce_send_wr *wr, struct uroce_send_wr **bad)
 {
 	struct uroce_sq *sq = &qp->sq;
@@ -93,7 +80,7 @@ int uroce_post_send(struct uroce_qp *qp, struct uroce_send_wr *wr, struct uroce_
 		if (rc)
 			break;
 		if (st == UROCE_QPS_ERR) {
-			flush_now(qp, qp->init.send_cq, wr->wr_id, UROCE_WC_SEND);
+			uroce_qp_flush_wc(qp, qp->init.send_cq, wr->wr_id, UROCE_WC_SEND);
 			continue;
 		}
 		if (sq->tail - sq->head >= sq->max_wr) {
@@ -169,7 +156,7 @@ int uroce_post_recv(struct uroce_qp *qp, struct uroce_recv_wr *wr, struct uroce_
 				rc = -EINVAL;
 				break;
 			}
-			flush_now(qp, qp->init.recv_cq, wr->wr_id, UROCE_WC_RECV);
+			uroce_qp_flush_wc(qp, qp->init.recv_cq, wr->wr_id, UROCE_WC_RECV);
 			continue;
 		}
 		rc = rq_post(&qp->own_rq, wr);

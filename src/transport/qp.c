@@ -512,8 +512,8 @@ int uroce_qp_modify(struct uroce_qp *qp, const struct uroce_qp_attr *a, unsigned
 	return 0;
 }
 
-static void flush_wc(struct uroce_qp *qp, struct uroce_cq *cq, uint64_t wr_id,
-		     enum uroce_wc_opcode op)
+void uroce_qp_flush_wc(struct uroce_qp *qp, struct uroce_cq *cq, uint64_t wr_id,
+		       enum uroce_wc_opcode op)
 {
 	struct uroce_wc wc = {
 		.wr_id = wr_id,
@@ -546,7 +546,7 @@ void uroce_qp_flush(struct uroce_qp *qp)
 			}
 			continue;
 		}
-		flush_wc(qp, qp->init.send_cq, w->wr.wr_id, UROCE_WC_SEND);
+		uroce_qp_flush_wc(qp, qp->init.send_cq, w->wr.wr_id, UROCE_WC_SEND);
 	}
 	sq->cur = sq->head;
 	if (qp->req.rd_atomic)
@@ -557,14 +557,14 @@ void uroce_qp_flush(struct uroce_qp *qp)
 	for (uint32_t i = 0; i < qp->resp.nres; i++)
 		qp->resp.res[i].valid = false;
 	if (qp->resp.have_wqe) {
-		flush_wc(qp, qp->init.recv_cq, qp->resp.wqe.wr_id, UROCE_WC_RECV);
+		uroce_qp_flush_wc(qp, qp->init.recv_cq, qp->resp.wqe.wr_id, UROCE_WC_RECV);
 		qp->resp.have_wqe = false;
 	}
 	if (!qp->init.srq) {
 		struct uroce_rq *rq = &qp->own_rq;
 
 		for (; rq->head != rq->tail; rq->head++)
-			flush_wc(qp, qp->init.recv_cq, rq->ring[rq->head & (rq->size - 1)].wr_id,
+			uroce_qp_flush_wc(qp, qp->init.recv_cq, rq->ring[rq->head & (rq->size - 1)].wr_id,
 				 UROCE_WC_RECV);
 	} else if (!qp->last_wqe_sent) {
 		qp->last_wqe_sent = true;
