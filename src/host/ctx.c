@@ -17,6 +17,7 @@
 #include "host/neigh.h"
 #include "host/netif.h"
 #include "host/rundir.h"
+#include "host/share.h"
 #include "host/stats.h"
 
 #define CTX_BURST     64
@@ -43,6 +44,8 @@ struct uroce_ctx {
 	uroce_ctx_event_fn on_event;
 	void *arg;
 
+	int slot;		    /* QPN slot taken in the run-time directory, -1: none */
+	struct uroce_share_cfg share; /* the RoCE v2 sockets' groups (share.h) */
 	struct uroce_backend *v2; /* UDP: RoCE v2 */
 	struct uroce_backend *v1; /* AF_PACKET: RoCE v1 */
 	struct uroce_pcap_sink *sink;
@@ -351,7 +354,7 @@ static int open_backends(struct uroce_ctx *c)
 		for (int i = 0; i < c->naddrs; i++)
 			memcpy(cfg.addrs[cfg.n_addrs++], c->addrs[i], 16);
 		if (cfg.n_addrs) {
-			rc = uroce_udp_ops.open(&cfg, &c->v2);
+			rc = uroce_udp_open_shared(&cfg, &c->share, &c->v2);
 			if (rc) {
 				fprintf(stderr, "uroce: %s: RoCE v2 sockets: %s\n", c->def.name,
 					err[0] ? err : strerror(-rc));
@@ -397,6 +400,7 @@ int uroce_ctx_open(const char *name, const struct uroce_ctx_cfg *cfg, struct uro
 		return -ENOMEM;
 	c->kick_fd = -1;
 	c->watch_fd = -1;
+	c->slot = -1;
 	pthread_mutex_init(&c->lock, NULL);
 	rc = uroce_rundir_path(c->rundir, sizeof(c->rundir));
 	if (rc)
@@ -418,8 +422,17 @@ int uroce_ctx_open(const char *name, const struct uroce_ctx_cfg *cfg, struct uro
 	struct uroce_eng_cfg ecfg;
 
 	uroce_eng_cfg_default(&ecfg);
-	ecfg.qpn_base = cfg && cfg->qpn_base ? cfg->qpn_base
-					     : 0x100 + (((uint32_t)getpid() & 0xFFF) << 11);
+	/* QPNs: a slot of the run-time directory's registry, pid-derived when free (share.h). */
+	if (cfg && cfg->qpn_base)
+		ecfg.qpn_base = cfg->qpn_base;
+	else if (uroce_share_slot_take(c->rundir, &c->slot) == 0)
+		ecfg.qpn_base = UROCE_SHARE_QPN_BASE(c->slot);
+	else
+		ecfg.qpn_base = UROCE_SHARE_QPN_BASE((uint32_t)getpid() & (UROCE_SHARE_SLOTS - 1));
+	if (ecfg.max_qp > UROCE_SHARE_SLOT_QPNS)
+		ecfg.max_qp = UROCE_SHARE_SLOT_QPNS;
+	c->share = (struct uroce_share_cfg){ .rundir = c->rundir, .qpn_lo = ecfg.qpn_base,
+					     .qpn_hi = ecfg.qpn_base + ecfg.max_qp - 1 };
 	rc = uroce_eng_create(&c->eng, &ecfg);
 	if (rc)
 		goto fail;
@@ -469,6 +482,8 @@ void uroce_ctx_close(struct uroce_ctx *c)
 	if (c->sink)
 		uroce_pcap_sink_put(c->sink);
 	uroce_eng_destroy(c->eng);
+	if (c->slot >= 0)
+		uroce_share_slot_put(c->rundir, c->slot);
 	if (c->kick_fd >= 0)
 		close(c->kick_fd);
 	if (c->watch_fd >= 0)
@@ -523,4 +538,17 @@ int uroce_ctx_gids(struct uroce_ctx *c, struct uroce_gid_entry *out, int max)
 	memcpy(out, c->gids, (size_t)n * sizeof(*out));
 	pthread_mutex_unlock(&c->lock);
 	return n;
+}
+
+uint64_t uroce_ctx_io_counter(struct uroce_ctx *c, enum uroce_io_counter k)
+{
+	uint64_t v = 0;
+
+	pthread_mutex_lock(&c->lock);
+	if (c->v2)
+		v += uroce_backend_counter(c->v2, k);
+	if (c->v1)
+		v += uroce_backend_counter(c->v1, k);
+	pthread_mutex_unlock(&c->lock);
+	return v;
 }

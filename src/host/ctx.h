@@ -31,6 +31,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "host/backend.h"
 #include "host/device.h"
 #include "host/gid.h"
 #include "transport/engine.h"
@@ -70,5 +71,12 @@ const struct uroce_devdef *uroce_ctx_devdef(const struct uroce_ctx *c);
 void uroce_ctx_devinfo(struct uroce_ctx *c, struct uroce_devinfo *out);
 /* A copy of the current GID table. Returns the number of entries (at most max). */
 int uroce_ctx_gids(struct uroce_ctx *c, struct uroce_gid_entry *out, int max);
+
+/*
+ * An I/O counter (host/backend.h: packets dropped for a bad ICRC, malformed, not for us, ...)
+ * summed over the context's backends (RoCE v2 and v1) and their wrappers. Takes the lock:
+ * call it without.
+ */
+uint64_t uroce_ctx_io_counter(struct uroce_ctx *c, enum uroce_io_counter k);
 
 #endif

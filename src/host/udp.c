@@ -19,6 +19,12 @@
  * The UDP source port is the bound port for every packet (a socket sends from its own port), not
  * the path's entropy port; receivers accept any (roce-reference 1.9). See fixed_sport.
  *
+ * Sharing (share.h): uroce_udp_open_shared() makes each socket a member of its address's
+ * SO_REUSEPORT group, whose steering program hands every datagram straight to the socket of the
+ * process owning the destination QP. The group's watch fd sits in our epoll set; rx_burst looks
+ * at it when a burst comes back empty (that is when a wake-up had another cause) and at least
+ * every SHARE_CHECK_EVERY bursts, so a busy data path pays one epoll_wait per that many bursts.
+ *
  * Not done: UDP GSO/GRO (UDP_SEGMENT would need the ICRC of segment i computed with ID i);
  * sending a non-zero IPv6 flow label (rxe sends 0; the ICRC masks it).
  */
@@ -36,12 +42,14 @@
 #include <unistd.h>
 
 #include "host/backend.h"
+#include "host/share.h"
 #include "wire/bytes.h"
 
 #ifndef UDP_NO_CHECK6_RX
 #define UDP_NO_CHECK6_RX 102
 #endif
 
+#define SHARE_CHECK_EVERY 64
 #define TX_CTL_LEN (2 * CMSG_SPACE(sizeof(int)))
 #define RX_CTL_LEN (CMSG_SPACE(sizeof(struct in6_pktinfo)) + 2 * CMSG_SPACE(sizeof(int)) + 64)
 
@@ -55,6 +63,7 @@ struct udp_sock {
 	int fd;
 	enum uroce_encap encap;
 	uint8_t gid[16];
+	struct uroce_share_group *share; /* NULL: bound alone */
 };
 
 struct udp_be {
@@ -66,6 +75,8 @@ struct udp_be {
 	int batch;
 	uint32_t slot;
 	int rx_rr; /* socket to read first, round robin */
+	const struct uroce_share_cfg *share; /* during open only */
+	unsigned share_tick;
 	/* transmit scratch, batch entries each */
 	struct uroce_txframe *tf;
 	struct uroce_path *tpath; /* the path with the real source port */
@@ -108,8 +119,12 @@ static void udp_close(struct uroce_backend *bb)
 {
 	struct udp_be *b = (struct udp_be *)bb;
 
-	for (int i = 0; i < b->ns; i++)
-		close(b->s[i].fd);
+	for (int i = 0; i < b->ns; i++) {
+		if (b->s[i].share)
+			uroce_share_leave(b->s[i].share, b->s[i].fd); /* closes the fd */
+		else
+			close(b->s[i].fd);
+	}
 	if (b->epfd >= 0)
 		close(b->epfd);
 	free(b->tf);
@@ -204,15 +219,31 @@ static int open_sock(struct udp_be *b, const struct uroce_backend_cfg *cfg, cons
 	/* Larger buffers help bursts; capped by net.core.[rw]mem_max, failure is harmless. */
 	setint(fd, SOL_SOCKET, SO_RCVBUF, 4 << 20);
 	setint(fd, SOL_SOCKET, SO_SNDBUF, 4 << 20);
-	if (bind(fd, &a.sa, alen) < 0) {
-		r = -errno;
+	if (b->share) {
+		r = uroce_share_join(b->share, fd, &a.sa, alen, &s->share);
+		if (r == -ENOTRECOVERABLE) {
+			/* No membership file (read-only run-time directory?): bind alone. */
+			r = setint(fd, SOL_SOCKET, SO_REUSEPORT, 0);
+			r = r ? r : (bind(fd, &a.sa, alen) < 0 ? -errno : 0);
+		}
+	} else {
+		r = bind(fd, &a.sa, alen) < 0 ? -errno : 0;
+	}
+	if (r == -EEXIST) {
+		seterr(cfg, "RoCE v2 over UDP: on %s, another process of the group uses QPNs %u..%u",
+		       as, b->share->qpn_lo, b->share->qpn_hi);
+		close(fd);
+		return r;
+	}
+	if (r < 0) {
 		char port[8];
 
 		snprintf(port, sizeof(port), "%u", b->b.port);
 		if (r == -EADDRINUSE)
 			seterr(cfg,
-			       "RoCE v2 over UDP: port %s on %s is in use (another uroce "
-			       "process, or the kernel's rxe on this address?)",
+			       "RoCE v2 over UDP: port %s on %s is in use (a uroce process "
+			       "of another user or run-time directory, or the kernel's rxe on "
+			       "this address?)",
 			       port, as);
 		else if (r == -EADDRNOTAVAIL)
 			seterr(cfg, "RoCE v2 over UDP: %s is not an address of this host", as);
@@ -223,9 +254,14 @@ static int open_sock(struct udp_be *b, const struct uroce_backend_cfg *cfg, cons
 	}
 	struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)b->ns};
 
-	if (epoll_ctl(b->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+	if (epoll_ctl(b->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ||
+	    (s->share && epoll_ctl(b->epfd, EPOLL_CTL_ADD, uroce_share_fd(s->share), &ev) < 0)) {
 		r = -errno;
-		close(fd);
+		if (s->share)
+			uroce_share_leave(s->share, fd);
+		else
+			close(fd);
+		s->share = NULL;
 		return r;
 	}
 	s->fd = fd;
@@ -235,7 +271,8 @@ static int open_sock(struct udp_be *b, const struct uroce_backend_cfg *cfg, cons
 	return 0;
 }
 
-static int udp_open(const struct uroce_backend_cfg *cfg, struct uroce_backend **out)
+static int open_backend(const struct uroce_backend_cfg *cfg, const struct uroce_share_cfg *share,
+			struct uroce_backend **out)
 {
 	struct udp_be *b;
 	int r;
@@ -258,6 +295,7 @@ static int udp_open(const struct uroce_backend_cfg *cfg, struct uroce_backend **
 	b->batch = cfg->batch ? cfg->batch : UROCE_BACKEND_BATCH;
 	b->slot = cfg->rx_slot ? cfg->rx_slot : UROCE_BACKEND_RX_SLOT;
 	b->ifindex = cfg->ifindex;
+	b->share = share;
 	if (!b->ifindex && cfg->ifname) {
 		b->ifindex = (int)if_nametoindex(cfg->ifname);
 		if (!b->ifindex) {
@@ -293,8 +331,24 @@ static int udp_open(const struct uroce_backend_cfg *cfg, struct uroce_backend **
 			return r;
 		}
 	}
+	b->share = NULL;
 	*out = &b->b;
 	return 0;
+}
+
+static int udp_open(const struct uroce_backend_cfg *cfg, struct uroce_backend **out)
+{
+	return open_backend(cfg, NULL, out);
+}
+
+int uroce_udp_open_shared(const struct uroce_backend_cfg *cfg, const struct uroce_share_cfg *share,
+			  struct uroce_backend **out)
+{
+	if (!share || !share->rundir || share->qpn_lo > share->qpn_hi) {
+		seterr(cfg, "RoCE v2 over UDP: sharing needs a run-time directory and a QPN range");
+		return -EINVAL;
+	}
+	return open_backend(cfg, share, out);
 }
 
 static int udp_fd(const struct uroce_backend *bb)
@@ -554,6 +608,13 @@ static int udp_rx(struct uroce_backend *bb, struct uroce_rx_desc *out, int n)
 		slot0 += r;
 	}
 	b->rx_rr = (b->rx_rr + 1) % b->ns;
+	/* Group changes (a member died, joined, left): never per packet. */
+	if (got == 0 || ++b->share_tick >= SHARE_CHECK_EVERY) {
+		b->share_tick = 0;
+		for (int i = 0; i < b->ns; i++)
+			if (b->s[i].share)
+				uroce_share_check(b->s[i].share, b->s[i].fd);
+	}
 	return got;
 }
 

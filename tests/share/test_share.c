@@ -1,0 +1,805 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Several processes on one device (src/host/share.h).
+ *
+ *   test_share unit    the pure parts: compaction, the steering program (run by a small classic
+ *                      BPF interpreter written here from the kernel's semantics), the membership
+ *                      file format, QPN slot collisions.
+ *   test_share procs   forked processes open uroce_lo (127.0.0.1) at once, each binding the same
+ *                      (address, port); RC QPs in different processes exchange SEND and RDMA
+ *                      WRITE, and no packet reaches a process that does not own its QP
+ *                      (DROP_NO_QP stays 0). Then a member in the middle of the group leaves
+ *                      (the kernel moves the last socket into its place), one joins, one is
+ *                      killed without leaving (the survivors re-steer), and one process opens
+ *                      the device twice (a QPN slot collision). Each phase checks the
+ *                      membership file against the kernel's group order and runs traffic.
+ *
+ * As root the test makes a network namespace of its own (unshare, lo up) and uses port 4791;
+ * otherwise it uses UROCE_PORT 24797 on the host's loopback. UROCE_RUNDIR is a fresh temporary
+ * directory. Waits are bounded polls (completion eventfd, inotify on the membership file).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../check.h"
+#include "host/ctx.h"
+#include "host/share.h"
+
+/* ---- unit: a classic BPF interpreter for what uroce_share_prog() emits --------------------- */
+
+/* Runs prog over payload as the kernel's reuseport hook does; returns A on ret, 0 on a bad load. */
+static uint32_t bpf_run(const struct sock_filter *p, int len, const uint8_t *pkt, uint32_t plen)
+{
+	uint32_t a = 0;
+
+	for (int pc = 0; pc < len; pc++) {
+		const struct sock_filter *f = &p[pc];
+
+		switch (f->code) {
+		case BPF_LD | BPF_W | BPF_ABS:
+			if (f->k + 4 > plen)
+				return 0;
+			a = (uint32_t)pkt[f->k] << 24 | (uint32_t)pkt[f->k + 1] << 16 |
+			    (uint32_t)pkt[f->k + 2] << 8 | pkt[f->k + 3];
+			break;
+		case BPF_ALU | BPF_AND | BPF_K:
+			a &= f->k;
+			break;
+		case BPF_JMP | BPF_JGE | BPF_K:
+			pc += a >= f->k ? f->jt : f->jf;
+			break;
+		case BPF_JMP | BPF_JGT | BPF_K:
+			pc += a > f->k ? f->jt : f->jf;
+			break;
+		case BPF_RET | BPF_K:
+			return f->k;
+		default:
+			CHECKF(0, "unexpected opcode %#x", f->code);
+			return 0xFFFFFFFF;
+		}
+	}
+	CHECKF(0, "program fell off its end");
+	return 0xFFFFFFFF;
+}
+
+static uint32_t steer(const struct sock_filter *p, int len, uint32_t qpn)
+{
+	uint8_t bth[12] = {
+		0x04,	      0,    0xFF, 0xFF, 0, (uint8_t)(qpn >> 16), (uint8_t)(qpn >> 8),
+		(uint8_t)qpn, 0x80, 0,	  0,	1};
+
+	return bpf_run(p, len, bth, sizeof(bth));
+}
+
+static void test_unit(const char *tmp)
+{
+	struct uroce_share_member m[UROCE_SHARE_MAX_MEMBERS];
+	static struct sock_filter prog[UROCE_SHARE_PROG_LEN(UROCE_SHARE_MAX_MEMBERS)];
+	int n = 5, len;
+
+	for (int i = 0; i < n; i++)
+		m[i] = (struct uroce_share_member){.pid = 100 + i,
+						   .start = 7,
+						   .qpn_lo = UROCE_SHARE_QPN_BASE(10 * i + 3),
+						   .qpn_hi =
+							   UROCE_SHARE_QPN_BASE(10 * i + 3) + 1023};
+	len = uroce_share_prog(prog, UROCE_SHARE_PROG_LEN(n), m, n);
+	CHECK(len == UROCE_SHARE_PROG_LEN(n));
+	CHECK(uroce_share_prog(prog, len - 1, m, n) == -ENOSPC);
+	for (int i = 0; i < n; i++) {
+		CHECK(steer(prog, len, m[i].qpn_lo) == (uint32_t)i);
+		CHECK(steer(prog, len, m[i].qpn_hi) == (uint32_t)i);
+		CHECK(steer(prog, len, m[i].qpn_lo + 500) == (uint32_t)i);
+		CHECK(steer(prog, len, m[i].qpn_lo - 1) == 0); /* between slots: default */
+		CHECK(steer(prog, len, m[i].qpn_hi + 1) == 0);
+	}
+	CHECK(steer(prog, len, 1) == 0);	/* GSI: index 0 (the CM hook) */
+	CHECK(steer(prog, len, 0xFFFFFF) == 0); /* nobody's */
+	/* The byte before the QPN (BTH byte 4, reserved) is masked off. */
+	uint8_t bth[12] = {0, 0, 0, 0, 0xAB};
+
+	bth[5] = (uint8_t)(m[2].qpn_lo >> 16);
+	bth[6] = (uint8_t)(m[2].qpn_lo >> 8);
+	bth[7] = (uint8_t)m[2].qpn_lo;
+	CHECK(bpf_run(prog, len, bth, sizeof(bth)) == 2);
+	CHECK(bpf_run(prog, len, bth, 7) == 0); /* too short to hold a QPN */
+
+	/* Compaction as the kernel does it: the last member moves into the hole. */
+	struct uroce_share_member c[5];
+
+	memcpy(c, m, sizeof(c));
+	CHECK(uroce_share_compact(c, 5, 1) == 4);
+	CHECK(c[0].pid == 100 && c[1].pid == 104 && c[2].pid == 102 && c[3].pid == 103);
+	CHECK(uroce_share_compact(c, 4, 3) == 3); /* the last: nothing moves */
+	CHECK(c[0].pid == 100 && c[1].pid == 104 && c[2].pid == 102);
+	CHECK(uroce_share_compact(c, 3, 3) == -EINVAL);
+	len = uroce_share_prog(prog, UROCE_SHARE_PROG_LEN(3), c, 3);
+	CHECK(steer(prog, len, m[4].qpn_lo) == 1 && steer(prog, len, m[1].qpn_lo) == 0);
+
+	/* The longest program keeps every jump short and every member reachable. */
+	for (int i = 0; i < UROCE_SHARE_MAX_MEMBERS; i++)
+		m[i] = (struct uroce_share_member){.pid = 1 + i,
+						   .qpn_lo = UROCE_SHARE_QPN_BASE(i),
+						   .qpn_hi = UROCE_SHARE_QPN_BASE(i) + 2047};
+	len = uroce_share_prog(prog, UROCE_SHARE_PROG_LEN(UROCE_SHARE_MAX_MEMBERS), m,
+			       UROCE_SHARE_MAX_MEMBERS);
+	CHECK(len > 0 && len <= BPF_MAXINSNS);
+	for (int i = 0; i < UROCE_SHARE_MAX_MEMBERS; i += 17)
+		CHECK(steer(prog, len, m[i].qpn_lo + 1) == (uint32_t)i);
+	CHECK(uroce_share_prog(prog, len, m, UROCE_SHARE_MAX_MEMBERS + 1) == -EINVAL);
+
+	/* The file format round-trips; damage is refused. */
+	char buf[4096];
+	struct uroce_share_member back[8];
+	uint64_t gen;
+
+	len = uroce_share_format(buf, sizeof(buf), 42, c, 3);
+	CHECK(len > 0);
+	CHECK(uroce_share_parse(buf, &gen, back, 8) == 3 && gen == 42);
+	CHECK(memcmp(back, c, 3 * sizeof(c[0])) == 0);
+	CHECK(uroce_share_parse(buf, &gen, back, 2) == -ENOSPC);
+	CHECK(uroce_share_parse("", &gen, back, 8) == 0 && gen == 0);
+	CHECK(uroce_share_parse("gen 1\n12 3 4\n", &gen, back, 8) == -EBADMSG);
+	CHECK(uroce_share_parse("gen 1\n12 3 9 4\n", &gen, back, 8) == -EBADMSG); /* lo > hi */
+	CHECK(uroce_share_parse("gen 1\n12 3 4 9", &gen, back, 8) == -EBADMSG);	  /* no newline */
+	CHECK(uroce_share_format(buf, 10, 42, c, 3) == -ENOSPC);
+
+	/* Process identity: ourselves, and a child that is a zombie (its sockets are closed). */
+	uint64_t s1, s2;
+
+	CHECK(uroce_share_proc_start(getpid(), &s1) == 0 && s1 > 0);
+	pid_t z = fork();
+
+	if (z == 0)
+		_exit(0);
+	siginfo_t si;
+
+	CHECK(waitid(P_PID, (id_t)z, &si, WEXITED | WNOWAIT) == 0);
+	CHECK(uroce_share_proc_start(z, &s2) == -ESRCH);
+	waitpid(z, NULL, 0);
+
+	/* QPN slots: pid-derived first; a second take by the same process collides, gets the
+	 * next; a released slot is free again. */
+	int a = -1, b = -1, d = -1;
+
+	CHECK(uroce_share_slot_take(tmp, &a) == 0 && a == (getpid() & 0xFFF));
+	CHECK(uroce_share_slot_take(tmp, &b) == 0 && b == ((a + 1) & 0xFFF));
+	uroce_share_slot_put(tmp, a);
+	CHECK(uroce_share_slot_take(tmp, &d) == 0 && d == a);
+	uroce_share_slot_put(tmp, b);
+	uroce_share_slot_put(tmp, d);
+	/* A slot held by a dead process is free. */
+	char path[512], line[64];
+
+	snprintf(path, sizeof(path), "%s/share/slots", tmp);
+	snprintf(line, sizeof(line), "%d %d %llu\n", getpid() & 0xFFF, (int)z,
+		 (unsigned long long)s1);
+	int fd = open(path, O_WRONLY | O_TRUNC);
+
+	CHECK(fd >= 0 && write(fd, line, strlen(line)) == (ssize_t)strlen(line));
+	close(fd);
+	CHECK(uroce_share_slot_take(tmp, &a) == 0 && a == (getpid() & 0xFFF));
+	uroce_share_slot_put(tmp, a);
+}
+
+/* ---- procs: a worker process driven over a socketpair ------------------------------------ */
+
+enum op {
+	OP_OPEN,
+	OP_QP,
+	OP_CONNECT,
+	OP_RECV,
+	OP_SEND,
+	OP_WRITE,
+	OP_WAIT_RECV,
+	OP_CHECK,
+	OP_CNT,
+	OP_EXIT
+};
+
+struct cmd {
+	enum op op;
+	int c;	/* context (OP_OPEN, OP_QP) */
+	int qp; /* local QP index */
+	uint32_t qpn, len, seed, rkey;
+	uint64_t raddr;
+};
+
+struct rep {
+	int rc;
+	uint32_t qpn, rkey;
+	uint64_t addr;
+	uint64_t drop_no_qp, rcvd, retrans;
+};
+
+#define WQ     8
+#define WMEM   65536
+#define RX_OFF 0
+#define WR_OFF 16384 /* RDMA WRITE target */
+#define TX_OFF 32768
+#define WS_OFF 49152 /* RDMA WRITE source */
+
+struct worker {
+	struct uroce_ctx *ctx[2];
+	struct uroce_pd *pd[2];
+	int gid_idx[2];
+	uint8_t gid[2][16];
+	int evfd;
+	struct {
+		int c;
+		struct uroce_qp *qp;
+		struct uroce_cq *scq, *rcq;
+		struct uroce_mr *mr;
+	} q[WQ];
+	uint8_t mem[WQ][WMEM];
+};
+
+static struct worker *W;
+
+static void on_event(void *arg, const struct uroce_event *ev)
+{
+	uint64_t one = 1;
+
+	(void)arg;
+	if (ev->type == UROCE_EVENT_COMP && write(W->evfd, &one, 8) != 8)
+		abort();
+}
+
+static void fill(uint8_t *p, uint32_t len, uint32_t seed)
+{
+	for (uint32_t i = 0; i < len; i++)
+		p[i] = (uint8_t)(i * 131 + seed * 7 + (i >> 8));
+}
+
+static int same(const uint8_t *p, uint32_t len, uint32_t seed)
+{
+	for (uint32_t i = 0; i < len; i++)
+		if (p[i] != (uint8_t)(i * 131 + seed * 7 + (i >> 8)))
+			return 0;
+	return 1;
+}
+
+/* One completion of cq within 5 s; returns its status (or -ETIMEDOUT), length into *blen. */
+static int wait_wc(struct uroce_ctx *c, struct uroce_cq *cq, uint32_t *blen)
+{
+	for (int i = 0; i < 50; i++) {
+		struct uroce_wc wc;
+
+		uroce_ctx_lock(c);
+		int n = uroce_cq_poll(cq, 1, &wc);
+
+		if (n == 0) {
+			uroce_cq_req_notify(cq, false);
+			n = uroce_cq_poll(cq, 1, &wc);
+		}
+		uroce_ctx_unlock(c);
+		if (n == 1) {
+			if (blen)
+				*blen = wc.byte_len;
+			return (int)wc.status;
+		}
+		struct pollfd p = {.fd = W->evfd, .events = POLLIN};
+		uint64_t v;
+
+		if (poll(&p, 1, 100) > 0 && read(W->evfd, &v, 8) != 8)
+			return -EIO;
+	}
+	return -ETIMEDOUT;
+}
+
+static int w_open(int k)
+{
+	struct uroce_ctx_cfg cfg = {.on_event = on_event};
+	struct uroce_gid_entry g[64];
+	int rc = uroce_ctx_open("uroce_lo", &cfg, &W->ctx[k]);
+
+	if (rc)
+		return rc;
+	int n = uroce_ctx_gids(W->ctx[k], g, 64);
+
+	W->gid_idx[k] = -1;
+	for (int i = 0; i < n; i++)
+		if (g[i].ipv4 && g[i].type == UROCE_GID_V2) {
+			W->gid_idx[k] = i;
+			memcpy(W->gid[k], g[i].gid, 16);
+		}
+	if (W->gid_idx[k] < 0)
+		return -EADDRNOTAVAIL;
+	uroce_ctx_lock(W->ctx[k]);
+	rc = uroce_pd_alloc(uroce_ctx_eng(W->ctx[k]), &W->pd[k]);
+	uroce_ctx_unlock(W->ctx[k]);
+	return rc;
+}
+
+static int w_qp(int k, int c, struct rep *r)
+{
+	struct uroce_ctx *x = W->ctx[c];
+	struct uroce_eng *e = uroce_ctx_eng(x);
+	int rc;
+
+	W->q[k].c = c;
+	uroce_ctx_lock(x);
+	rc = uroce_cq_create(e, 64, NULL, &W->q[k].scq);
+	rc = rc ? rc : uroce_cq_create(e, 64, NULL, &W->q[k].rcq);
+	rc = rc ? rc
+		: uroce_mr_reg(W->pd[c], W->mem[k], WMEM, (uintptr_t)W->mem[k], 15, &W->q[k].mr);
+	if (rc == 0) {
+		struct uroce_qp_init init = {.type = UROCE_QPT_RC,
+					     .send_cq = W->q[k].scq,
+					     .recv_cq = W->q[k].rcq,
+					     .cap = {16, 16, 1, 1, 0}};
+
+		rc = uroce_qp_create(W->pd[c], &init, &W->q[k].qp);
+	}
+	if (rc == 0) {
+		r->qpn = uroce_qp_num(W->q[k].qp);
+		r->rkey = uroce_mr_rkey(W->q[k].mr);
+		r->addr = (uintptr_t)W->mem[k];
+	}
+	uroce_ctx_unlock(x);
+	return rc;
+}
+
+static int w_connect(int k, uint32_t dqpn)
+{
+	int c = W->q[k].c;
+	struct uroce_ctx *x = W->ctx[c];
+	struct uroce_qp *qp = W->q[k].qp;
+	struct uroce_qp_attr a = {.qp_state = UROCE_QPS_INIT, .port_num = 1, .qp_access_flags = 15};
+	int rc;
+
+	uroce_ctx_lock(x);
+	rc = uroce_qp_modify(qp, &a,
+			     UROCE_QP_STATE | UROCE_QP_PKEY_INDEX | UROCE_QP_PORT |
+				     UROCE_QP_ACCESS_FLAGS);
+	a.qp_state = UROCE_QPS_RTR;
+	a.path_mtu = UROCE_MTU_1024;
+	a.dest_qp_num = dqpn;
+	a.rq_psn = 100;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 1;
+	a.av.is_global = true;
+	a.av.sgid_index = (uint8_t)W->gid_idx[c];
+	a.av.hop_limit = 1;
+	memcpy(a.av.dgid, W->gid[c], 16); /* the peer is on this host, this address */
+	rc = rc ? rc
+		: uroce_qp_modify(qp, &a,
+				  UROCE_QP_STATE | UROCE_QP_AV | UROCE_QP_PATH_MTU |
+					  UROCE_QP_DEST_QPN | UROCE_QP_RQ_PSN |
+					  UROCE_QP_MAX_DEST_RD_ATOMIC | UROCE_QP_MIN_RNR_TIMER);
+	a.qp_state = UROCE_QPS_RTS;
+	a.sq_psn = 100;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 1;
+	rc = rc ? rc
+		: uroce_qp_modify(qp, &a,
+				  UROCE_QP_STATE | UROCE_QP_SQ_PSN | UROCE_QP_TIMEOUT |
+					  UROCE_QP_RETRY_CNT | UROCE_QP_RNR_RETRY |
+					  UROCE_QP_MAX_QP_RD_ATOMIC);
+	uroce_ctx_unlock(x);
+	return rc;
+}
+
+static int w_post(const struct cmd *m)
+{
+	int k = m->qp;
+	struct uroce_ctx *x = W->ctx[W->q[k].c];
+	int rc;
+
+	if (m->op == OP_RECV) {
+		struct uroce_sge s = {(uintptr_t)W->mem[k] + RX_OFF, m->len,
+				      uroce_mr_lkey(W->q[k].mr)};
+		struct uroce_recv_wr wr = {.wr_id = 1, .sg_list = &s, .num_sge = 1}, *bad;
+
+		memset(W->mem[k] + RX_OFF, 0, m->len);
+		uroce_ctx_lock(x);
+		rc = uroce_post_recv(W->q[k].qp, &wr, &bad);
+		uroce_ctx_unlock(x);
+		return rc;
+	}
+	uint32_t off = m->op == OP_SEND ? TX_OFF : WS_OFF;
+	struct uroce_sge s = {(uintptr_t)W->mem[k] + off, m->len, uroce_mr_lkey(W->q[k].mr)};
+	struct uroce_send_wr wr = {.wr_id = 2,
+				   .sg_list = &s,
+				   .num_sge = 1,
+				   .opcode = m->op == OP_SEND ? UROCE_WR_SEND : UROCE_WR_RDMA_WRITE,
+				   .send_flags = UROCE_SEND_SIGNALED},
+			     *bad;
+
+	wr.wr.rdma.remote_addr = m->raddr;
+	wr.wr.rdma.rkey = m->rkey;
+	fill(W->mem[k] + off, m->len, m->seed);
+	uroce_ctx_lock(x);
+	rc = uroce_post_send(W->q[k].qp, &wr, &bad);
+	uroce_ctx_unlock(x);
+	if (rc)
+		return rc;
+	uroce_ctx_kick(x);
+	return wait_wc(x, W->q[k].scq, NULL);
+}
+
+static void worker_main(int sk)
+{
+	struct cmd m;
+	struct rep r;
+
+	W = calloc(1, sizeof(*W));
+	W->evfd = eventfd(0, EFD_NONBLOCK);
+	while (read(sk, &m, sizeof(m)) == (ssize_t)sizeof(m)) {
+		memset(&r, 0, sizeof(r));
+		switch (m.op) {
+		case OP_OPEN:
+			r.rc = w_open(m.c);
+			break;
+		case OP_QP:
+			r.rc = w_qp(m.qp, m.c, &r);
+			break;
+		case OP_CONNECT:
+			r.rc = w_connect(m.qp, m.qpn);
+			break;
+		case OP_RECV:
+		case OP_SEND:
+		case OP_WRITE:
+			r.rc = w_post(&m);
+			break;
+		case OP_WAIT_RECV: {
+			uint32_t blen = 0;
+
+			r.rc = wait_wc(W->ctx[W->q[m.qp].c], W->q[m.qp].rcq, &blen);
+			if (r.rc == 0 &&
+			    (blen != m.len || !same(W->mem[m.qp] + RX_OFF, m.len, m.seed)))
+				r.rc = -EBADMSG;
+			break;
+		}
+		case OP_CHECK:
+			r.rc = same(W->mem[m.qp] + WR_OFF, m.len, m.seed) ? 0 : -EBADMSG;
+			break;
+		case OP_CNT:
+			for (int c = 0; c < 2; c++) {
+				if (!W->ctx[c])
+					continue;
+				uroce_ctx_lock(W->ctx[c]);
+				struct uroce_eng *e = uroce_ctx_eng(W->ctx[c]);
+
+				r.drop_no_qp += uroce_eng_counter(e, UROCE_CNT_DROP_NO_QP);
+				r.rcvd += uroce_eng_counter(e, UROCE_CNT_RCVD_PKTS);
+				r.retrans += uroce_eng_counter(e, UROCE_CNT_RETRANSMITTED_PKTS);
+				uroce_ctx_unlock(W->ctx[c]);
+			}
+			break;
+		case OP_EXIT:
+			for (int k = 0; k < WQ; k++) {
+				if (!W->q[k].qp)
+					continue;
+				struct uroce_ctx *x = W->ctx[W->q[k].c];
+
+				uroce_ctx_lock(x);
+				uroce_qp_destroy(W->q[k].qp);
+				uroce_ctx_unlock(x);
+			}
+			for (int c = 0; c < 2; c++)
+				uroce_ctx_close(W->ctx[c]);
+			if (write(sk, &r, sizeof(r)) != (ssize_t)sizeof(r))
+				_exit(3);
+			_exit(0);
+		}
+		if (write(sk, &r, sizeof(r)) != (ssize_t)sizeof(r))
+			_exit(3);
+	}
+	_exit(2);
+}
+
+struct proc {
+	pid_t pid;
+	int sk;
+	char name;
+};
+
+static struct rep call(struct proc *p, struct cmd m)
+{
+	struct rep r = {.rc = -EPIPE};
+	struct pollfd pf = {.fd = p->sk, .events = POLLIN};
+
+	if (write(p->sk, &m, sizeof(m)) != (ssize_t)sizeof(m) || poll(&pf, 1, 20000) != 1 ||
+	    read(p->sk, &r, sizeof(r)) != (ssize_t)sizeof(r))
+		r.rc = -EPIPE;
+	return r;
+}
+
+static struct proc spawn(char name)
+{
+	struct proc p = {.name = name, .sk = -1};
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return p;
+	p.pid = fork();
+	if (p.pid == 0) {
+		close(sv[0]);
+		worker_main(sv[1]);
+	}
+	close(sv[1]);
+	p.sk = sv[0];
+	struct rep r = call(&p, (struct cmd){.op = OP_OPEN, .c = 0});
+
+	CHECKF(r.rc == 0, "%c: open uroce_lo: %d", name, r.rc);
+	return p;
+}
+
+/* A connected RC QP pair between x (its QP index kx, context cx) and y. */
+struct pair {
+	struct proc *x, *y;
+	int kx, ky;
+	struct rep qx, qy;
+};
+
+static struct pair connect_pair(struct proc *x, int kx, int cx, struct proc *y, int ky, int cy)
+{
+	struct pair p = {.x = x, .y = y, .kx = kx, .ky = ky};
+
+	p.qx = call(x, (struct cmd){.op = OP_QP, .qp = kx, .c = cx});
+	p.qy = call(y, (struct cmd){.op = OP_QP, .qp = ky, .c = cy});
+	CHECK(p.qx.rc == 0 && p.qy.rc == 0);
+	CHECK(call(x, (struct cmd){.op = OP_CONNECT, .qp = kx, .qpn = p.qy.qpn}).rc == 0);
+	CHECK(call(y, (struct cmd){.op = OP_CONNECT, .qp = ky, .qpn = p.qx.qpn}).rc == 0);
+	return p;
+}
+
+/* SEND both ways (3000 bytes: three 1024-MTU packets) and an RDMA WRITE each way. */
+static void exchange(const struct pair *p, uint32_t seed)
+{
+	struct proc *end[2] = {p->x, p->y};
+	int k[2] = {p->kx, p->ky};
+	const struct rep *q[2] = {&p->qx, &p->qy};
+
+	for (int d = 0; d < 2; d++) {
+		struct proc *s = end[d], *r = end[!d];
+		int ks = k[d], kr = k[!d];
+		uint32_t len = 3000 + 100 * (uint32_t)d;
+
+		CHECK(call(r, (struct cmd){.op = OP_RECV, .qp = kr, .len = len}).rc == 0);
+		int rc =
+			call(s, (struct cmd){.op = OP_SEND, .qp = ks, .len = len, .seed = seed}).rc;
+
+		CHECKF(rc == 0, "SEND %c -> %c: %d", s->name, r->name, rc);
+		rc = call(r, (struct cmd){.op = OP_WAIT_RECV, .qp = kr, .len = len, .seed = seed})
+			     .rc;
+		CHECKF(rc == 0, "RECV %c <- %c: %d", r->name, s->name, rc);
+		rc = call(s, (struct cmd){.op = OP_WRITE,
+					  .qp = ks,
+					  .len = 5000,
+					  .seed = seed + 1,
+					  .raddr = q[!d]->addr + WR_OFF,
+					  .rkey = q[!d]->rkey})
+			     .rc;
+		CHECKF(rc == 0, "WRITE %c -> %c: %d", s->name, r->name, rc);
+		rc = call(r, (struct cmd){.op = OP_CHECK, .qp = kr, .len = 5000, .seed = seed + 1})
+			     .rc;
+		CHECKF(rc == 0, "WRITE data at %c: %d", r->name, rc);
+		seed += 2;
+	}
+}
+
+static void no_strays(struct proc **ps, int n, const char *when)
+{
+	for (int i = 0; i < n; i++) {
+		struct rep r = call(ps[i], (struct cmd){.op = OP_CNT});
+
+		CHECKF(r.rc == 0 && r.drop_no_qp == 0 && r.retrans == 0,
+		       "%s: %c: drop_no_qp %llu, retransmitted %llu", when, ps[i]->name,
+		       (unsigned long long)r.drop_no_qp, (unsigned long long)r.retrans);
+		CHECKF(r.rcvd > 0, "%s: %c received nothing", when, ps[i]->name);
+	}
+}
+
+static char path[512];
+
+/* The membership file lists exactly these pids, in this order. */
+static int members_are(const pid_t *want, int n)
+{
+	struct uroce_share_member m[UROCE_SHARE_MAX_MEMBERS];
+	uint64_t gen;
+	int got = uroce_share_read(path, &gen, m, UROCE_SHARE_MAX_MEMBERS);
+
+	if (got != n)
+		return 0;
+	for (int i = 0; i < n; i++)
+		if (m[i].pid != want[i])
+			return 0;
+	return 1;
+}
+
+/* Wait (5 s at most) until the membership file lists want: inotify, bounded polls. */
+static int wait_members(const pid_t *want, int n)
+{
+	int in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC), ok = 0;
+
+	if (in >= 0)
+		inotify_add_watch(in, path, IN_MODIFY | IN_DELETE_SELF);
+	for (int i = 0; i < 50 && !(ok = members_are(want, n)); i++) {
+		struct pollfd p = {.fd = in, .events = POLLIN};
+		char buf[1024];
+
+		if (poll(&p, 1, 100) > 0)
+			while (read(in, buf, sizeof(buf)) > 0) {
+			}
+	}
+	if (in >= 0)
+		close(in);
+	return ok;
+}
+
+static void show_members(const char *when)
+{
+	struct uroce_share_member m[UROCE_SHARE_MAX_MEMBERS];
+	uint64_t gen;
+	int n = uroce_share_read(path, &gen, m, UROCE_SHARE_MAX_MEMBERS);
+
+	fprintf(stderr, "%s: gen %llu:", when, (unsigned long long)gen);
+	for (int i = 0; i < n; i++)
+		fprintf(stderr, " [%d] pid %d qpn %#x..%#x", i, m[i].pid, m[i].qpn_lo, m[i].qpn_hi);
+	fputc('\n', stderr);
+}
+
+static int bye(struct proc *p)
+{
+	int st = -1;
+
+	CHECK(call(p, (struct cmd){.op = OP_EXIT}).rc == 0);
+	CHECK(waitpid(p->pid, &st, 0) == p->pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(p->sk);
+	return st;
+}
+
+static int lo_up(void)
+{
+	struct ifreq ifr = {0};
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc = -1;
+
+	strcpy(ifr.ifr_name, "lo");
+	if (s >= 0 && ioctl(s, SIOCGIFFLAGS, &ifr) == 0) {
+		ifr.ifr_flags |= IFF_UP;
+		rc = ioctl(s, SIOCSIFFLAGS, &ifr);
+	}
+	if (s >= 0)
+		close(s);
+	return rc;
+}
+
+static void test_procs(const char *rundir)
+{
+	unsigned port = 4791;
+
+	if (geteuid() == 0 && unshare(CLONE_NEWNET) == 0 && lo_up() == 0) {
+		unsetenv("UROCE_PORT");
+		fprintf(stderr, "a network namespace of its own, port 4791\n");
+	} else {
+		port = 24797;
+		setenv("UROCE_PORT", "24797", 1);
+		fprintf(stderr, "no network namespace: the host's loopback, port %u\n", port);
+	}
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_port = htons((uint16_t)port),
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+
+	CHECK(uroce_share_path(path, sizeof(path), rundir, (struct sockaddr *)&a) == 0);
+
+	/* Three processes, one group; the file lists them in joining order. */
+	struct proc A = spawn('A'), B = spawn('B'), C = spawn('C');
+
+	CHECK(members_are((pid_t[]){A.pid, B.pid, C.pid}, 3));
+	show_members("A B C joined");
+	struct pair ab = connect_pair(&A, 0, 0, &B, 0, 0);
+	struct pair bc = connect_pair(&B, 1, 0, &C, 0, 0);
+	struct pair ca = connect_pair(&C, 1, 0, &A, 1, 0);
+
+	for (int round = 0; round < 3; round++) {
+		exchange(&ab, 10 + (uint32_t)round * 10);
+		exchange(&bc, 11 + (uint32_t)round * 10);
+		exchange(&ca, 12 + (uint32_t)round * 10);
+	}
+	no_strays((struct proc *[]){&A, &B, &C}, 3, "three processes");
+
+	/* B (index 1) leaves: C moves from index 2 into index 1. */
+	bye(&B);
+	CHECK(members_are((pid_t[]){A.pid, C.pid}, 2));
+	show_members("B left");
+	exchange(&ca, 40);
+	no_strays((struct proc *[]){&A, &C}, 2, "after B left");
+
+	/* D joins at index 2 and talks to both. */
+	struct proc D = spawn('D');
+
+	CHECK(members_are((pid_t[]){A.pid, C.pid, D.pid}, 3));
+	show_members("D joined");
+	struct pair ad = connect_pair(&A, 2, 0, &D, 0, 0);
+	struct pair cd = connect_pair(&C, 2, 0, &D, 1, 0);
+
+	exchange(&ad, 50);
+	exchange(&cd, 51);
+	exchange(&ca, 52);
+	no_strays((struct proc *[]){&A, &C, &D}, 3, "after D joined");
+
+	/* A (index 0) is killed without leaving: the kernel moves D into index 0, and a
+	 * survivor notices (pidfd) and re-attaches the program. */
+	kill(A.pid, SIGKILL);
+	waitpid(A.pid, NULL, 0);
+	close(A.sk);
+	CHECKF(wait_members((pid_t[]){D.pid, C.pid}, 2), "survivors did not prune A");
+	show_members("A killed");
+	exchange(&cd, 60);
+	no_strays((struct proc *[]){&C, &D}, 2, "after A was killed");
+
+	/* E opens the device twice: one process, two sockets in the group, two QPN slots. */
+	struct proc E = spawn('E');
+
+	CHECK(call(&E, (struct cmd){.op = OP_OPEN, .c = 1}).rc == 0);
+	struct uroce_share_member m[8];
+	uint64_t gen;
+
+	CHECK(uroce_share_read(path, &gen, m, 8) == 4);
+	CHECK(m[2].pid == E.pid && m[3].pid == E.pid && m[2].qpn_lo != m[3].qpn_lo);
+	show_members("E opened twice");
+	struct pair ee = connect_pair(&E, 0, 0, &E, 1, 1);
+	struct pair ec = connect_pair(&E, 2, 1, &C, 3, 0);
+
+	exchange(&ee, 70);
+	exchange(&ec, 71);
+	exchange(&cd, 72);
+	no_strays((struct proc *[]){&C, &D, &E}, 3, "E twice");
+
+	bye(&C);
+	bye(&E);
+	CHECK(members_are((pid_t[]){D.pid}, 1));
+	bye(&D);
+	struct stat st;
+
+	CHECKF(stat(path, &st) < 0 && errno == ENOENT, "%s outlives the last member", path);
+	/* Every slot was given back. */
+	char slots[512], buf[64];
+
+	snprintf(slots, sizeof(slots), "%s/share/slots", rundir);
+	int fd = open(slots, O_RDONLY);
+
+	CHECK(fd >= 0 && read(fd, buf, sizeof(buf)) == 0);
+	if (fd >= 0)
+		close(fd);
+}
+
+int main(int argc, char **argv)
+{
+	char tmp[] = "/tmp/uroce-share.XXXXXX";
+
+	if (argc != 2 || !mkdtemp(tmp)) {
+		fprintf(stderr, "usage: test_share unit|procs\n");
+		return 2;
+	}
+	setenv("UROCE_RUNDIR", tmp, 1);
+	if (strcmp(argv[1], "unit") == 0)
+		test_unit(tmp);
+	else
+		test_procs(tmp);
+	char cmd[600];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", tmp);
+	return check_exit(argv[1]);
+}
