@@ -5,6 +5,7 @@
  * injection and the pcap tap.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,17 @@ uint16_t uroce_udp_sport(uint32_t lqpn, uint32_t rqpn, uint32_t flow_label)
 	}
 	/* rdma_flow_label_to_udp_sport() */
 	return (uint16_t)(((fl & 0x3FFF) ^ ((fl & 0xFC000) >> 14)) | 0xC000);
+}
+
+void uroce_backend_seterr(const struct uroce_backend_cfg *cfg, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!cfg->err || !cfg->errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(cfg->err, cfg->errlen, fmt, ap);
+	va_end(ap);
 }
 
 void uroce_backend_close(struct uroce_backend *b)

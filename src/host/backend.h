@@ -210,6 +210,10 @@ static inline void uroce_backend_refused(struct uroce_backend *b, int i)
 }
 
 /* Close a backend and every backend it wraps. NULL is allowed. */
+/* For backend open functions: a sentence on why open failed into cfg->err, if given. */
+__attribute__((format(printf, 2, 3))) void uroce_backend_seterr(const struct uroce_backend_cfg *cfg,
+								const char *fmt, ...);
+
 void uroce_backend_close(struct uroce_backend *b);
 
 /* The sum of a counter over a backend and everything it wraps. */

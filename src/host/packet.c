@@ -71,17 +71,6 @@ static void pkt_close(struct uroce_backend *bb)
 	free(b);
 }
 
-__attribute__((format(printf, 2, 3))) static void seterr(const struct uroce_backend_cfg *cfg,
-							 const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!cfg->err || !cfg->errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(cfg->err, cfg->errlen, fmt, ap);
-	va_end(ap);
-}
 
 static int pkt_open(const struct uroce_backend_cfg *cfg, struct uroce_backend **out)
 {
@@ -90,7 +79,7 @@ static int pkt_open(const struct uroce_backend_cfg *cfg, struct uroce_backend **
 	int r;
 
 	if (cfg->batch < 0 || cfg->batch > 1024) {
-		seterr(cfg, "RoCE v1 over AF_PACKET: batch must be 1..1024");
+		uroce_backend_seterr(cfg, "RoCE v1 over AF_PACKET: batch must be 1..1024");
 		return -EINVAL;
 	}
 	int ifindex = cfg->ifindex;
@@ -98,7 +87,7 @@ static int pkt_open(const struct uroce_backend_cfg *cfg, struct uroce_backend **
 	if (!ifindex && cfg->ifname)
 		ifindex = (int)if_nametoindex(cfg->ifname);
 	if (!ifindex || !if_indextoname((unsigned)ifindex, ifname)) {
-		seterr(cfg, "RoCE v1 over AF_PACKET: no interface %s",
+		uroce_backend_seterr(cfg, "RoCE v1 over AF_PACKET: no interface %s",
 		       cfg->ifname ? cfg->ifname : "given");
 		return -ENODEV;
 	}
@@ -108,10 +97,10 @@ static int pkt_open(const struct uroce_backend_cfg *cfg, struct uroce_backend **
 	if (fd < 0) {
 		r = -errno;
 		if (r == -EPERM || r == -EACCES) {
-			seterr(cfg, "%s", UROCE_PACKET_EPERM_MSG);
+			uroce_backend_seterr(cfg, "%s", UROCE_PACKET_EPERM_MSG);
 			return -EPERM;
 		}
-		seterr(cfg, "RoCE v1 over AF_PACKET: socket: %s", strerror(-r));
+		uroce_backend_seterr(cfg, "RoCE v1 over AF_PACKET: socket: %s", strerror(-r));
 		return r;
 	}
 	struct pkt_be *b = calloc(1, sizeof(*b));
@@ -130,7 +119,7 @@ static int pkt_open(const struct uroce_backend_cfg *cfg, struct uroce_backend **
 	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
 	if (ioctl(fd, SIOCGIFHWADDR, &ifr) < 0 || ifr.ifr_hwaddr.sa_family != ARPHRD_ETHER) {
 		r = ifr.ifr_hwaddr.sa_family != ARPHRD_ETHER ? -EOPNOTSUPP : -errno;
-		seterr(cfg, "RoCE v1 over AF_PACKET: %s is not an Ethernet interface", ifname);
+		uroce_backend_seterr(cfg, "RoCE v1 over AF_PACKET: %s is not an Ethernet interface", ifname);
 		pkt_close(&b->b);
 		return r;
 	}
@@ -160,7 +149,7 @@ static int pkt_open(const struct uroce_backend_cfg *cfg, struct uroce_backend **
 
 	if (bind(fd, (struct sockaddr *)&sll, sizeof(sll)) < 0) {
 		r = -errno;
-		seterr(cfg, "RoCE v1 over AF_PACKET: cannot bind to %s: %s", ifname, strerror(-r));
+		uroce_backend_seterr(cfg, "RoCE v1 over AF_PACKET: cannot bind to %s: %s", ifname, strerror(-r));
 		pkt_close(&b->b);
 		return r;
 	}

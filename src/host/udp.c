@@ -95,17 +95,6 @@ struct udp_be {
 
 static const uint8_t v4pfx[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
 
-__attribute__((format(printf, 2, 3))) static void seterr(const struct uroce_backend_cfg *cfg,
-							 const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!cfg->err || !cfg->errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(cfg->err, cfg->errlen, fmt, ap);
-	va_end(ap);
-}
 
 static void gid_str(const uint8_t *g, char *buf, size_t len)
 {
@@ -163,7 +152,7 @@ static int open_sock(struct udp_be *b, const struct uroce_backend_cfg *cfg, cons
 		memcpy(&a.in.sin_addr, gid + 12, 4);
 		alen = sizeof(a.in);
 		if (a.in.sin_addr.s_addr == 0) {
-			seterr(cfg,
+			uroce_backend_seterr(cfg,
 			       "RoCE v2 over UDP: %s is not a usable local address: give the "
 			       "device's own address",
 			       as);
@@ -177,7 +166,7 @@ static int open_sock(struct udp_be *b, const struct uroce_backend_cfg *cfg, cons
 		memcpy(&a.in6.sin6_addr, gid, 16);
 		alen = sizeof(a.in6);
 		if (memcmp(gid, zero, 16) == 0) {
-			seterr(cfg,
+			uroce_backend_seterr(cfg,
 			       "RoCE v2 over UDP: %s is not a usable local address: give the "
 			       "device's own address",
 			       as);
@@ -185,7 +174,7 @@ static int open_sock(struct udp_be *b, const struct uroce_backend_cfg *cfg, cons
 		}
 		if (IN6_IS_ADDR_LINKLOCAL(&a.in6.sin6_addr)) {
 			if (!b->ifindex) {
-				seterr(cfg,
+				uroce_backend_seterr(cfg,
 				       "RoCE v2 over UDP: link-local address %s needs an "
 				       "interface",
 				       as);
@@ -230,7 +219,7 @@ static int open_sock(struct udp_be *b, const struct uroce_backend_cfg *cfg, cons
 		r = bind(fd, &a.sa, alen) < 0 ? -errno : 0;
 	}
 	if (r == -EEXIST) {
-		seterr(cfg, "RoCE v2 over UDP: on %s, another process of the group uses QPNs %u..%u",
+		uroce_backend_seterr(cfg, "RoCE v2 over UDP: on %s, another process of the group uses QPNs %u..%u",
 		       as, b->share->qpn_lo, b->share->qpn_hi);
 		close(fd);
 		return r;
@@ -240,15 +229,15 @@ static int open_sock(struct udp_be *b, const struct uroce_backend_cfg *cfg, cons
 
 		snprintf(port, sizeof(port), "%u", b->b.port);
 		if (r == -EADDRINUSE)
-			seterr(cfg,
+			uroce_backend_seterr(cfg,
 			       "RoCE v2 over UDP: port %s on %s is in use (a uroce process "
 			       "of another user or run-time directory, or the kernel's rxe on "
 			       "this address?)",
 			       port, as);
 		else if (r == -EADDRNOTAVAIL)
-			seterr(cfg, "RoCE v2 over UDP: %s is not an address of this host", as);
+			uroce_backend_seterr(cfg, "RoCE v2 over UDP: %s is not an address of this host", as);
 		else
-			seterr(cfg, "RoCE v2 over UDP: cannot bind %s: %s", as, strerror(-r));
+			uroce_backend_seterr(cfg, "RoCE v2 over UDP: cannot bind %s: %s", as, strerror(-r));
 		close(fd);
 		return r;
 	}
@@ -278,11 +267,11 @@ static int open_backend(const struct uroce_backend_cfg *cfg, const struct uroce_
 	int r;
 
 	if (cfg->n_addrs < 1 || cfg->n_addrs > UROCE_BACKEND_MAX_ADDRS) {
-		seterr(cfg, "RoCE v2 over UDP: give 1 to 4 local addresses");
+		uroce_backend_seterr(cfg, "RoCE v2 over UDP: give 1 to 4 local addresses");
 		return -EINVAL;
 	}
 	if (cfg->batch < 0 || cfg->batch > 1024) {
-		seterr(cfg, "RoCE v2 over UDP: batch must be 1..1024");
+		uroce_backend_seterr(cfg, "RoCE v2 over UDP: batch must be 1..1024");
 		return -EINVAL;
 	}
 	b = calloc(1, sizeof(*b));
@@ -299,7 +288,7 @@ static int open_backend(const struct uroce_backend_cfg *cfg, const struct uroce_
 	if (!b->ifindex && cfg->ifname) {
 		b->ifindex = (int)if_nametoindex(cfg->ifname);
 		if (!b->ifindex) {
-			seterr(cfg, "RoCE v2 over UDP: no interface named %s", cfg->ifname);
+			uroce_backend_seterr(cfg, "RoCE v2 over UDP: no interface named %s", cfg->ifname);
 			free(b);
 			return -ENODEV;
 		}
@@ -345,7 +334,7 @@ int uroce_udp_open_shared(const struct uroce_backend_cfg *cfg, const struct uroc
 			  struct uroce_backend **out)
 {
 	if (!share || !share->rundir || share->qpn_lo > share->qpn_hi) {
-		seterr(cfg, "RoCE v2 over UDP: sharing needs a run-time directory and a QPN range");
+		uroce_backend_seterr(cfg, "RoCE v2 over UDP: sharing needs a run-time directory and a QPN range");
 		return -EINVAL;
 	}
 	return open_backend(cfg, share, out);
