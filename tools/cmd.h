@@ -38,6 +38,14 @@ int uroce_cmd_gids(int argc, char **argv);  /* `uroce gids [NAME]` */
 int uroce_cmd_mode(int argc, char **argv);  /* `uroce mode -d DEV [-p PORT] [-m 1|2]` */
 int uroce_cmd_stats(int argc, char **argv); /* `uroce stats [NAME]` */
 
+/*
+ * `uroce run [--pcap FILE] [--faults SPEC] [--busy-poll] -- PROGRAM [ARGS...]` (run.c): execs
+ * PROGRAM with uroce's libibverbs.so.1 first on LD_LIBRARY_PATH. Returns only on failure, with
+ * the statuses of env(1): 125 its own error (usage, library not found, bad SPEC, FILE not
+ * writable), 126 PROGRAM not executable, 127 PROGRAM not found; 0 for --help.
+ */
+int uroce_cmd_run(int argc, char **argv);
+
 /* The run-time directory into buf[cap] (host/rundir.h); on failure prints why, as
  * "uroce: CMD: ...", and returns a negative errno. */
 int uroce_cmd_rundir(const char *cmd, char *buf, size_t cap);

@@ -19,6 +19,8 @@ static const struct uroce_cmd cmds[] = {
 	{ "mode", "-d DEV [-m 1|2]", "show or set the default RoCE mode",
 	  uroce_cmd_mode },
 	{ "stats", "[NAME]", "print device counters", uroce_cmd_stats },
+	{ "run", "-- PROGRAM [ARGS...]",
+	  "run an rdma-core program over uroce (uroce help run)", uroce_cmd_run },
 	{ "pcap-check", "[-q] FILE...",
 	  "decode the RoCE packets in pcap/pcapng captures, verify every ICRC",
 	  uroce_cmd_pcap_check },

@@ -2,6 +2,7 @@
 /* An opened device: engine, GID table, backends and the progress thread (see ctx.h). */
 #include <errno.h>
 #include <poll.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -48,7 +49,6 @@ struct uroce_ctx {
 	struct uroce_share_cfg share; /* the RoCE v2 sockets' groups (share.h) */
 	struct uroce_backend *v2; /* UDP: RoCE v2 */
 	struct uroce_backend *v1; /* AF_PACKET: RoCE v1 */
-	struct uroce_pcap_sink *sink;
 
 	struct uroce_gid_entry gids[UROCE_GID_TABLE_MAX];
 	int ngids;
@@ -93,6 +93,8 @@ static void refresh(struct uroce_ctx *c)
 
 	if (uroce_netif_scan(&ifs) == 0) {
 		uroce_dev_info(&c->def, &ifs, &c->info);
+		if (c->eng)
+			uroce_eng_set_port_mtu(c->eng, uroce_mtu_enum(c->info.active_mtu));
 		const struct uroce_netif *nif = uroce_netif_find(&ifs, c->def.netdev);
 		int n = nif ? uroce_gid_table_from_netif(nif, c->def.roce, c->gids,
 							 UROCE_GID_TABLE_MAX)
@@ -339,6 +341,51 @@ static void *progress_main(void *arg)
 
 /* ---- open and close ------------------------------------------------------------------------ */
 
+/*
+ * UROCE_PCAP names one capture file per process: every device a process opens writes into it,
+ * and it stays open (flushed at each close) until the process exits, so that opening a second
+ * device, or the same one again, does not truncate what the first wrote.
+ */
+static pthread_mutex_t sink_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct uroce_pcap_sink *process_sink;
+
+/*
+ * Can a UDP socket bind to this address now? A tentative IPv6 address (duplicate address
+ * detection still running) or one that just went away cannot: such addresses are skipped rather
+ * than failing the whole device.
+ */
+static bool addr_bindable(const uint8_t gid[16], unsigned ifindex)
+{
+	static const uint8_t v4pfx[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF };
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int fd;
+
+	memset(&ss, 0, sizeof(ss));
+	if (memcmp(gid, v4pfx, 12) == 0) {
+		struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+
+		a->sin_family = AF_INET;
+		memcpy(&a->sin_addr, gid + 12, 4);
+		len = sizeof(*a);
+	} else {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+
+		a->sin6_family = AF_INET6;
+		memcpy(&a->sin6_addr, gid, 16);
+		if (gid[0] == 0xFE && (gid[1] & 0xC0) == 0x80)
+			a->sin6_scope_id = ifindex;
+		len = sizeof(*a);
+	}
+	fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	bool ok = bind(fd, (struct sockaddr *)&ss, len) == 0;
+
+	close(fd);
+	return ok;
+}
+
 static int open_backends(struct uroce_ctx *c)
 {
 	char err[256] = "";
@@ -352,7 +399,8 @@ static int open_backends(struct uroce_ctx *c)
 		if (port)
 			cfg.port = (uint16_t)atoi(port);
 		for (int i = 0; i < c->naddrs; i++)
-			memcpy(cfg.addrs[cfg.n_addrs++], c->addrs[i], 16);
+			if (addr_bindable(c->addrs[i], c->info.ifindex))
+				memcpy(cfg.addrs[cfg.n_addrs++], c->addrs[i], 16);
 		if (cfg.n_addrs) {
 			rc = uroce_udp_open_shared(&cfg, &c->share, &c->v2);
 			if (rc) {
@@ -360,7 +408,9 @@ static int open_backends(struct uroce_ctx *c)
 					err[0] ? err : strerror(-rc));
 				return rc;
 			}
-			rc = uroce_backend_wrap_env(&c->v2, &c->sink, err, sizeof(err));
+			pthread_mutex_lock(&sink_lock);
+			rc = uroce_backend_wrap_env(&c->v2, &process_sink, err, sizeof(err));
+			pthread_mutex_unlock(&sink_lock);
 			if (rc) {
 				fprintf(stderr, "uroce: %s\n", err[0] ? err : strerror(-rc));
 				return rc;
@@ -381,7 +431,9 @@ static int open_backends(struct uroce_ctx *c)
 				err[0] ? err : strerror(-rc));
 			return rc;
 		} else {
-			rc = uroce_backend_wrap_env(&c->v1, &c->sink, err, sizeof(err));
+			pthread_mutex_lock(&sink_lock);
+			rc = uroce_backend_wrap_env(&c->v1, &process_sink, err, sizeof(err));
+			pthread_mutex_unlock(&sink_lock);
 			if (rc) {
 				fprintf(stderr, "uroce: %s\n", err[0] ? err : strerror(-rc));
 				return rc;
@@ -422,6 +474,7 @@ int uroce_ctx_open(const char *name, const struct uroce_ctx_cfg *cfg, struct uro
 	struct uroce_eng_cfg ecfg;
 
 	uroce_eng_cfg_default(&ecfg);
+	ecfg.port_mtu = (uint8_t)uroce_mtu_enum(c->info.active_mtu);
 	/* QPNs: a slot of the run-time directory's registry, pid-derived when free (share.h). */
 	if (cfg && cfg->qpn_base)
 		ecfg.qpn_base = cfg->qpn_base;
@@ -479,8 +532,10 @@ void uroce_ctx_close(struct uroce_ctx *c)
 		uroce_backend_close(c->v2);
 	if (c->v1)
 		uroce_backend_close(c->v1);
-	if (c->sink)
-		uroce_pcap_sink_put(c->sink);
+	pthread_mutex_lock(&sink_lock);
+	if (process_sink)
+		uroce_pcap_sink_flush(process_sink);
+	pthread_mutex_unlock(&sink_lock);
 	uroce_eng_destroy(c->eng);
 	if (c->slot >= 0)
 		uroce_share_slot_put(c->rundir, c->slot);

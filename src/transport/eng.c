@@ -37,6 +37,8 @@ int uroce_eng_create(struct uroce_eng **out, const struct uroce_eng_cfg *cfg)
 		return -ENOMEM;
 	e->cfg = *cfg;
 	e->cfg.max_events = uroce_pow2(cfg->max_events);
+	if (e->cfg.port_mtu < UROCE_MTU_256 || e->cfg.port_mtu > UROCE_MTU_4096)
+		e->cfg.port_mtu = UROCE_MTU_1024;
 	e->mr_gen = cfg->key_seed;
 	e->pds = calloc(cfg->max_pd ? cfg->max_pd : 1, sizeof(*e->pds));
 	e->mrs = calloc(cfg->max_mr, sizeof(*e->mrs));
@@ -91,6 +93,21 @@ void uroce_eng_destroy(struct uroce_eng *e)
 	free(e->events);
 	free(e->bounce);
 	free(e);
+}
+
+void uroce_eng_set_port_mtu(struct uroce_eng *e, int mtu)
+{
+	if (mtu < UROCE_MTU_256 || mtu > UROCE_MTU_4096)
+		return;
+	e->cfg.port_mtu = (uint8_t)mtu;
+	for (uint32_t i = 0; i < e->nqps; i++) {
+		struct uroce_qp *qp = e->live[i];
+
+		if (qp->init.type == UROCE_QPT_UD || qp->init.type == UROCE_QPT_GSI) {
+			qp->attr.path_mtu = (enum uroce_mtu)mtu;
+			qp->mtu = uroce_mtu_bytes((enum uroce_mtu)mtu);
+		}
+	}
 }
 
 uint64_t uroce_eng_counter(const struct uroce_eng *e, enum uroce_counter c)

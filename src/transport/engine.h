@@ -51,11 +51,16 @@ struct uroce_eng_cfg {
 	uint32_t max_pd;
 	uint32_t max_events; /* async event queue depth */
 	uint8_t key_seed;    /* low byte of the first lkey/rkey (deterministic tests) */
+	uint8_t port_mtu;    /* enum uroce_mtu: the port's active MTU, UD and GSI messages' limit;
+			      * 0 means 1024 */
 };
 
 /* Fills a configuration with the defaults. */
 void uroce_eng_cfg_default(struct uroce_eng_cfg *cfg);
 int uroce_eng_create(struct uroce_eng **out, const struct uroce_eng_cfg *cfg);
+/* The port's active MTU changed (the interface MTU did): UD and GSI QPs follow it. */
+void uroce_eng_set_port_mtu(struct uroce_eng *e, int mtu);
+
 /* Destroys the engine and every object still in it. */
 void uroce_eng_destroy(struct uroce_eng *e);
 

@@ -304,7 +304,10 @@ int uroce_qp_create(struct uroce_pd *pd, const struct uroce_qp_init *init, struc
 	}
 	qp->rq = init->srq ? &init->srq->rq : &qp->own_rq;
 	qp->attr.qp_state = UROCE_QPS_RESET;
-	qp->attr.path_mtu = UROCE_MTU_1024;
+	/* Connected QPs get their path MTU at RTR; UD and GSI use the port's (as rxe does). */
+	qp->attr.path_mtu = init->type == UROCE_QPT_UD || init->type == UROCE_QPT_GSI
+				    ? (enum uroce_mtu)e->cfg.port_mtu
+				    : UROCE_MTU_1024;
 	qp->mtu = uroce_mtu_bytes(qp->attr.path_mtu);
 	qp->attr.cap = qp->init.cap;
 	qp->attr.max_rd_atomic = 1;
