@@ -54,6 +54,8 @@ struct uroce_ctx {
 	int ngids;
 	uint8_t addrs[UROCE_BACKEND_MAX_ADDRS][16]; /* the interface's addresses, as GIDs */
 	int naddrs;
+	uint8_t bound[UROCE_BACKEND_MAX_ADDRS][16]; /* those the RoCE v2 sockets are bound to */
+	int nbound;
 	struct uroce_devinfo info;
 
 	struct neigh_entry neigh[CTX_NEIGH_MAX];
@@ -119,6 +121,8 @@ static void refresh(struct uroce_ctx *c)
 		uroce_netif_list_free(&ifs);
 	}
 }
+
+static void rebind_v2(struct uroce_ctx *c);
 
 /* ---- transmit ------------------------------------------------------------------------------ */
 
@@ -331,8 +335,10 @@ static void *progress_main(void *arg)
 				break;
 		}
 		pthread_mutex_lock(&c->lock);
-		if (c->watch_fd >= 0 && uroce_netif_watch_drain(c->watch_fd) > 0)
+		if (c->watch_fd >= 0 && uroce_netif_watch_drain(c->watch_fd) > 0) {
 			refresh(c);
+			rebind_v2(c);
+		}
 		uroce_ctx_progress(c);
 		pthread_mutex_unlock(&c->lock);
 	}
@@ -386,36 +392,92 @@ static bool addr_bindable(const uint8_t gid[16], unsigned ifindex)
 	return ok;
 }
 
+/* The addresses a RoCE v2 socket can be bound to now. */
+static int bindable_addrs(struct uroce_ctx *c, uint8_t out[][16])
+{
+	int n = 0;
+
+	for (int i = 0; i < c->naddrs; i++)
+		if (addr_bindable(c->addrs[i], c->info.ifindex))
+			memcpy(out[n++], c->addrs[i], 16);
+	return n;
+}
+
+/*
+ * Open the RoCE v2 sockets on the addresses that can be bound now, recorded in bound[0..*nbound)
+ * (*out stays NULL when there is none). Errors are printed when loud.
+ */
+static int open_v2(struct uroce_ctx *c, struct uroce_backend **out, uint8_t bound[][16],
+		   int *nbound, bool loud)
+{
+	char err[256] = "";
+	struct uroce_backend_cfg cfg = { .ifname = c->def.netdev, .err = err,
+					 .errlen = sizeof(err) };
+	const char *port = getenv("UROCE_PORT");
+	int rc;
+
+	if (port)
+		cfg.port = (uint16_t)atoi(port);
+	cfg.n_addrs = bindable_addrs(c, cfg.addrs);
+	*nbound = cfg.n_addrs;
+	memcpy(bound, cfg.addrs, sizeof(cfg.addrs));
+	*out = NULL;
+	if (!cfg.n_addrs)
+		return 0;
+	rc = uroce_udp_open_shared(&cfg, &c->share, out);
+	if (rc) {
+		if (loud)
+			fprintf(stderr, "uroce: %s: RoCE v2 sockets: %s\n", c->def.name,
+				err[0] ? err : strerror(-rc));
+		*out = NULL;
+		return rc;
+	}
+	pthread_mutex_lock(&sink_lock);
+	rc = uroce_backend_wrap_env(out, &process_sink, err, sizeof(err));
+	pthread_mutex_unlock(&sink_lock);
+	if (rc) {
+		if (loud)
+			fprintf(stderr, "uroce: %s\n", err[0] ? err : strerror(-rc));
+		uroce_backend_close(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+/*
+ * The interface's addresses changed: when the set the sockets can bind differs from the bound
+ * one, the sockets are opened again on the new set. The old ones close first, since this process
+ * may hold each (address, port) in its sharing group only once; packets in the gap are lost and
+ * retransmitted. A tentative IPv6 address becomes bindable when duplicate address detection ends,
+ * which the interface watch reports too.
+ */
+static void rebind_v2(struct uroce_ctx *c)
+{
+	uint8_t now[UROCE_BACKEND_MAX_ADDRS][16];
+	int n;
+
+	if (!(c->def.roce & UROCE_ROCE_V2))
+		return;
+	n = bindable_addrs(c, now);
+	if (n == c->nbound && memcmp(now, c->bound, (size_t)n * 16) == 0)
+		return;
+	if (c->v2)
+		uroce_backend_close(c->v2);
+	c->v2 = NULL;
+	if (open_v2(c, &c->v2, c->bound, &c->nbound, true))
+		fprintf(stderr, "uroce: %s: no RoCE v2 sockets until the next address change\n",
+			c->def.name);
+}
+
 static int open_backends(struct uroce_ctx *c)
 {
 	char err[256] = "";
 	int rc;
 
 	if (c->def.roce & UROCE_ROCE_V2) {
-		struct uroce_backend_cfg cfg = { .ifname = c->def.netdev, .err = err,
-						 .errlen = sizeof(err) };
-		const char *port = getenv("UROCE_PORT");
-
-		if (port)
-			cfg.port = (uint16_t)atoi(port);
-		for (int i = 0; i < c->naddrs; i++)
-			if (addr_bindable(c->addrs[i], c->info.ifindex))
-				memcpy(cfg.addrs[cfg.n_addrs++], c->addrs[i], 16);
-		if (cfg.n_addrs) {
-			rc = uroce_udp_open_shared(&cfg, &c->share, &c->v2);
-			if (rc) {
-				fprintf(stderr, "uroce: %s: RoCE v2 sockets: %s\n", c->def.name,
-					err[0] ? err : strerror(-rc));
-				return rc;
-			}
-			pthread_mutex_lock(&sink_lock);
-			rc = uroce_backend_wrap_env(&c->v2, &process_sink, err, sizeof(err));
-			pthread_mutex_unlock(&sink_lock);
-			if (rc) {
-				fprintf(stderr, "uroce: %s\n", err[0] ? err : strerror(-rc));
-				return rc;
-			}
-		}
+		rc = open_v2(c, &c->v2, c->bound, &c->nbound, true);
+		if (rc)
+			return rc;
 	}
 	if (c->def.roce & UROCE_ROCE_V1) {
 		struct uroce_backend_cfg cfg = { .ifname = c->def.netdev, .err = err,

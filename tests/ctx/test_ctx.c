@@ -1,19 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * An opened device end to end on loopback: two RC QPs and two UD QPs of one context exchange
- * SEND, RDMA WRITE, READ and atomics through real UDP sockets, the progress thread doing the work
- * while the test waits on completion notifications (bounded waits, no sleeps).
- * Run with UROCE_RUNDIR set to an empty directory (automatic devices) and UROCE_PORT.
+ * An opened device end to end: two RC QPs of one context exchange SEND and RDMA READ through real
+ * UDP sockets, the progress thread doing the work while the test waits on completion
+ * notifications (bounded waits, no sleeps). Run with UROCE_RUNDIR set to an empty directory
+ * (automatic devices) and UROCE_PORT.
+ *   test_ctx                 on uroce_lo, 127.0.0.1
+ *   test_ctx addr DEV CMD    on DEV: first over its IPv4 address, then runs CMD (which adds the
+ *                            IPv4 address 198.18.60.2), waits for the GID table to show it and
+ *                            talks over the new address: the sockets follow address changes.
  */
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "../check.h"
 #include "host/ctx.h"
+#include "host/netif.h"
 
 static int evfd;
 
@@ -52,30 +58,73 @@ static int wait_wc(struct uroce_ctx *c, struct uroce_cq *cq, struct uroce_wc *wc
 
 static uint8_t mem[2][1 << 16];
 
-int main(void)
+/* The GID index of IPv4 address a.b.c.d (v2), or -1. */
+static int v4_index(struct uroce_ctx *c, const uint8_t ip[4])
+{
+	struct uroce_gid_entry gids[64];
+	int n = uroce_ctx_gids(c, gids, 64);
+
+	for (int i = 0; i < n; i++)
+		if (gids[i].ipv4 && gids[i].type == UROCE_GID_V2 &&
+		    memcmp(gids[i].gid + 12, ip, 4) == 0)
+			return i;
+	return -1;
+}
+
+static void exchange(struct uroce_ctx *c, int idx);
+
+int main(int argc, char **argv)
 {
 	struct uroce_ctx *c;
 	struct uroce_ctx_cfg cfg = { .on_event = on_event };
-	struct uroce_gid_entry gids[64];
+	bool addr = argc == 4 && strcmp(argv[1], "addr") == 0;
+	const char *dev = addr ? argv[2] : "uroce_lo";
+	const uint8_t lo[4] = { 127, 0, 0, 1 }, first[4] = { 198, 18, 60, 1 },
+		      second[4] = { 198, 18, 60, 2 };
 
 	if (!getenv("UROCE_RUNDIR")) {
 		fprintf(stderr, "set UROCE_RUNDIR\n");
 		return 2;
 	}
 	evfd = eventfd(0, EFD_NONBLOCK);
-	int rc = uroce_ctx_open("uroce_lo", &cfg, &c);
+	int rc = uroce_ctx_open(dev, &cfg, &c);
 
-	CHECKF(rc == 0, "open uroce_lo: %d", rc);
+	CHECKF(rc == 0, "open %s: %d", dev, rc);
 	if (rc)
 		return check_exit("ctx");
-	int n = uroce_ctx_gids(c, gids, 64), idx = -1;
+	int idx = v4_index(c, addr ? first : lo);
 
-	for (int i = 0; i < n; i++)
-		if (gids[i].ipv4 && gids[i].type == UROCE_GID_V2)
-			idx = i;
-	CHECKF(idx >= 0, "no IPv4 v2 GID on uroce_lo (%d entries)", n);
-	if (idx < 0)
-		return check_exit("ctx");
+	CHECKF(idx >= 0, "no IPv4 v2 GID on %s", dev);
+	if (idx >= 0)
+		exchange(c, idx);
+	if (addr) {
+		CHECK(system(argv[3]) == 0);
+		/* The progress thread sees the address through the interface watch; wait for it
+		 * (bounded), then talk over it. */
+		int watch = uroce_netif_watch_open();
+
+		for (int i = 0; i < 50 && (idx = v4_index(c, second)) < 0; i++) {
+			struct pollfd p = { .fd = watch, .events = POLLIN };
+
+			if (poll(&p, 1, 100) > 0)
+				uroce_netif_watch_drain(watch);
+		}
+		close(watch);
+		CHECKF(idx >= 0, "198.18.60.2 never appeared in the GID table");
+		if (idx >= 0)
+			exchange(c, idx);
+	}
+	uroce_ctx_close(c);
+	close(evfd);
+	return check_exit("ctx");
+}
+
+/* Two RC QPs on GID idx: SEND and RDMA READ, with the data checked. */
+static void exchange(struct uroce_ctx *c, int idx)
+{
+	struct uroce_gid_entry gids[64];
+
+	uroce_ctx_gids(c, gids, 64);
 
 	uroce_ctx_lock(c);
 	struct uroce_eng *e = uroce_ctx_eng(c);
@@ -160,9 +209,11 @@ int main(void)
 	CHECK(memcmp(mem[0] + 20000, mem[1] + 1000, 3000) == 0);
 
 	uroce_ctx_lock(c);
-	CHECK(uroce_eng_counter(e, UROCE_CNT_RETRANSMITTED_PKTS) == 0);
+	for (int k = 0; k < 2; k++) {
+		CHECK(uroce_qp_destroy(qp[k]) == 0);
+		CHECK(uroce_mr_dereg(mr[k]) == 0);
+		CHECK(uroce_cq_destroy(cq[k]) == 0);
+	}
+	CHECK(uroce_pd_free(pd) == 0);
 	uroce_ctx_unlock(c);
-	uroce_ctx_close(c);
-	close(evfd);
-	return check_exit("ctx");
 }
