@@ -132,6 +132,9 @@ struct uroce_backend_cfg {
 	uint32_t rx_slot; /* bytes per receive slot; 0: UROCE_BACKEND_RX_SLOT (packet: MTU) */
 	char *err;	  /* optional: a sentence on why open failed */
 	size_t errlen;
+	/* packet: this process's QPNs on the device; the kernel drops frames for other QPNs
+	 * (QP1 aside: every process gets it). 0/0: no QPN filter (RoCE v1 frames only). */
+	uint32_t qpn_lo, qpn_hi;
 };
 
 struct uroce_backend;

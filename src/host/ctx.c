@@ -131,6 +131,14 @@ static int v1_dmac(struct uroce_ctx *c, const uint8_t gid[16], uint8_t mac[6])
 {
 	if (uroce_neigh_direct(gid, mac) == 0)
 		return 0;
+	/* One of this device's own addresses: the frame goes to the interface's own MAC (and back
+	 * up to the process that owns the QP, as a NIC loops it back). */
+	for (int i = 0; i < c->ngids; i++) {
+		if (memcmp(c->gids[i].gid, gid, 16) == 0) {
+			memcpy(mac, c->info.mac, 6);
+			return 0;
+		}
+	}
 	for (unsigned i = 0; i < CTX_NEIGH_MAX; i++) {
 		if (c->neigh[i].valid && memcmp(c->neigh[i].gid, gid, 16) == 0) {
 			memcpy(mac, c->neigh[i].mac, 6);
@@ -481,7 +489,8 @@ static int open_backends(struct uroce_ctx *c)
 	}
 	if (c->def.roce & UROCE_ROCE_V1) {
 		struct uroce_backend_cfg cfg = { .ifname = c->def.netdev, .err = err,
-						 .errlen = sizeof(err) };
+						 .errlen = sizeof(err), .qpn_lo = c->share.qpn_lo,
+						 .qpn_hi = c->share.qpn_hi };
 
 		rc = uroce_packet_ops.open(&cfg, &c->v1);
 		if (rc == -EPERM) {

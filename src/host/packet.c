@@ -4,19 +4,35 @@
  * Needs root or CAP_NET_RAW; without it open() fails with -EPERM and
  * uroce_backend_strerror() names the fix.
  *
- * The socket is created with protocol 0 (it receives nothing) and bound to (ETH_P 0x8915,
- * ifindex), so no frame of another protocol or interface ever reaches it. Our own transmissions
- * are not looped back (PACKET_IGNORE_OUTGOING, and PACKET_OUTGOING is dropped in case the kernel
- * lacks it). Frames for other hosts (promiscuous mode) are dropped as not for us.
+ * Two sockets. The transmit socket is never bound (it receives nothing); each frame names the
+ * interface and Ethertype 0x8915 in its sockaddr_ll. The receive socket is created with protocol
+ * 0 (it receives nothing), gets a classic BPF socket filter (uroce_v1_filter_prog(), share.h),
+ * and only then is bound to (ETH_P_ALL, ifindex): the kernel drops every frame that is not RoCE
+ * v1 or whose BTH destination QP is not one of this process's (cfg qpn_lo..qpn_hi; QP1 goes to
+ * every process for now), so processes sharing the interface each receive their own frames
+ * only, and none is counted DROP_NO_QP by a process that does not own its QP.
+ *
+ * Local delivery, as a NIC does it: a frame sent to the interface's own MAC never comes back
+ * from the wire. ETH_P_ALL (rather than 0x8915) is what makes the kernel show the receive socket
+ * the frames leaving the interface (PACKET_OUTGOING, dev_queue_xmit_nit), including those of
+ * this process's transmit socket (the kernel never shows a socket its own transmissions, hence
+ * two sockets). An outgoing frame addressed to our own MAC is delivered like a received one;
+ * other outgoing frames are dropped (not for us), and so are frames for other hosts
+ * (promiscuous mode). With the QPN filter exactly one process, the owner of the destination
+ * QP, receives a frame sent to this host, once. The price of ETH_P_ALL: the kernel clones every
+ * frame leaving the interface for the filter (of each process with the device open), as for a
+ * capture; frames received go through the filter without a copy.
  *
  * Transmit: sendmmsg, three iovecs per frame, [Ethernet + GRH + BTH/ext | payload in place |
  * pad + ICRC]; the destination MAC comes from the path (uroce_neigh_lookup, host layer).
  * Receive: recvmmsg into a ring of MTU-sized slots, uroce_frame_decode, ICRC check; the GRH slot
  * gets the GRH itself.
  *
- * Not done: RoCE v2 over AF_PACKET (framing exists in uroce_txframe_build; receiving it would need
- * ETH_P_ALL + a BPF filter and would race the kernel's UDP stack); VLAN tags (the kernel strips
- * them into auxdata, which is not read).
+ * Not done: RoCE v2 over AF_PACKET (framing exists in uroce_txframe_build; receiving it would race
+ * the kernel's UDP stack); VLAN tags (the kernel strips them into auxdata, which is not read;
+ * the filter does not look at auxdata either, so a frame of a VLAN on this interface whose tag
+ * the NIC stripped reaches the socket as if untagged); POLLOUT on uroce_backend_fd() (the
+ * receive socket) does not tell when the transmit socket has room again.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -33,15 +49,14 @@
 #include <unistd.h>
 
 #include "host/backend.h"
+#include "host/share.h"
 #include "wire/bytes.h"
-
-#ifndef PACKET_IGNORE_OUTGOING
-#define PACKET_IGNORE_OUTGOING 23
-#endif
 
 struct pkt_be {
 	struct uroce_backend b;
-	int fd;
+	int fd;	  /* receive: ETH_P_ALL, filtered */
+	int txfd; /* transmit: unbound */
+	struct sockaddr_ll txaddr;
 	int ifindex;
 	uint32_t mtu;
 	int batch;
@@ -61,6 +76,8 @@ static void pkt_close(struct uroce_backend *bb)
 
 	if (b->fd >= 0)
 		close(b->fd);
+	if (b->txfd >= 0)
+		close(b->txfd);
 	free(b->tf);
 	free(b->tmsg);
 	free(b->tiov);
@@ -112,6 +129,7 @@ static int pkt_open(const struct uroce_backend_cfg *cfg, struct uroce_backend **
 	b->b.ops = &uroce_packet_ops;
 	b->b.port = cfg->port ? cfg->port : UROCE_UDP_PORT;
 	b->fd = fd;
+	b->txfd = -1;
 	b->ifindex = ifindex;
 	b->batch = cfg->batch ? cfg->batch : UROCE_BACKEND_BATCH;
 
@@ -132,18 +150,51 @@ static int pkt_open(const struct uroce_backend_cfg *cfg, struct uroce_backend **
 	b->mtu = (uint32_t)ifr.ifr_mtu;
 	b->slot = cfg->rx_slot ? cfg->rx_slot : b->mtu + UROCE_ETH_LEN + UROCE_VLAN_LEN;
 
-	int one = 1;
+	/* No QPN range (0/0): every QPN, RoCE v1 frames only all the same (ETH_P_ALL). */
+	struct sock_filter prog[UROCE_V1_FILTER_LEN];
+	uint32_t lo = cfg->qpn_lo, hi = cfg->qpn_hi;
 
-	/* Best effort: older kernels lack it, and outgoing frames are also filtered below. */
-	setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one));
+	if (!lo && !hi)
+		hi = 0xFFFFFF;
+	int len = uroce_v1_filter_prog(prog, UROCE_V1_FILTER_LEN, lo, hi);
+
+	if (len < 0) {
+		uroce_backend_seterr(cfg, "RoCE v1 over AF_PACKET: bad QPN range %#x..%#x",
+				     cfg->qpn_lo, cfg->qpn_hi);
+		pkt_close(&b->b);
+		return len;
+	}
+	struct sock_fprog fp = {.len = (unsigned short)len, .filter = prog};
+
+	if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &fp, sizeof(fp)) < 0) {
+		r = -errno;
+		uroce_backend_seterr(cfg,
+				     "RoCE v1 over AF_PACKET: cannot attach the QPN filter: %s",
+				     strerror(-r));
+		pkt_close(&b->b);
+		return r;
+	}
+	b->txfd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (b->txfd < 0) {
+		r = -errno;
+		uroce_backend_seterr(cfg, "RoCE v1 over AF_PACKET: socket: %s", strerror(-r));
+		pkt_close(&b->b);
+		return r;
+	}
+	b->txaddr = (struct sockaddr_ll){
+		.sll_family = AF_PACKET,
+		.sll_protocol = htons(UROCE_ETHERTYPE_ROCE),
+		.sll_ifindex = ifindex,
+	};
 	int sz = 4 << 20;
 
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
-	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	setsockopt(b->txfd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
 
+	/* Outgoing frames are wanted (local delivery): no PACKET_IGNORE_OUTGOING. */
 	struct sockaddr_ll sll = {
 		.sll_family = AF_PACKET,
-		.sll_protocol = htons(UROCE_ETHERTYPE_ROCE),
+		.sll_protocol = htons(ETH_P_ALL),
 		.sll_ifindex = ifindex,
 	};
 
@@ -201,6 +252,8 @@ static int pkt_tx(struct uroce_backend *bb, const struct uroce_tx_desc *d, int n
 			iov[2].iov_base = f->tail;
 			iov[2].iov_len = f->tail_len;
 			memset(m, 0, sizeof(*m));
+			m->msg_name = &b->txaddr;
+			m->msg_namelen = sizeof(b->txaddr);
 			m->msg_iov = iov;
 			m->msg_iovlen = 3;
 			cnt++;
@@ -211,7 +264,7 @@ static int pkt_tx(struct uroce_backend *bb, const struct uroce_tx_desc *d, int n
 			uroce_backend_refused(&b->b, i++);
 			continue;
 		}
-		int r = sendmmsg(b->fd, b->tmsg, (unsigned)cnt, MSG_DONTWAIT);
+		int r = sendmmsg(b->txfd, b->tmsg, (unsigned)cnt, MSG_DONTWAIT);
 
 		if (r < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS ||
@@ -239,10 +292,13 @@ static int finish_rx(struct pkt_be *b, int j, struct uroce_rx_desc *d)
 	const uint8_t *buf = b->ring + (size_t)j * b->slot;
 	struct uroce_frame f;
 
-	if (sll->sll_pkttype == PACKET_OUTGOING || sll->sll_pkttype == PACKET_OTHERHOST)
+	if (sll->sll_pkttype == PACKET_OTHERHOST)
 		return UROCE_IO_RX_DROP_NOT_FOR_US;
-	if (b->rmsg[j].msg_hdr.msg_flags & MSG_TRUNC)
+	if (b->rmsg[j].msg_hdr.msg_flags & MSG_TRUNC || b->rmsg[j].msg_len < UROCE_ETH_LEN)
 		return UROCE_IO_RX_DROP_MALFORMED;
+	/* Leaving the interface: ours to take only when sent to this host (local delivery). */
+	if (sll->sll_pkttype == PACKET_OUTGOING && memcmp(buf, b->b.mac, 6) != 0)
+		return UROCE_IO_RX_DROP_NOT_FOR_US;
 	if (uroce_frame_decode(&f, buf, b->rmsg[j].msg_len) != 0 || f.encap != UROCE_ENCAP_V1)
 		return UROCE_IO_RX_DROP_MALFORMED;
 	if (uroce_frame_icrc(&f) != f.t.icrc)

@@ -76,6 +76,38 @@ int uroce_share_prog(struct sock_filter *out, int cap, const struct uroce_share_
 	return k;
 }
 
+int uroce_v1_filter_prog(struct sock_filter *out, int cap, uint32_t lo, uint32_t hi)
+{
+	/* Ethernet 14 (+ 802.1Q 4 in X), GRH 40, then BTH bytes 4..7: reserved, destination QP. */
+	const uint32_t bth4 = 14 + 40 + 4;
+	int k = 0;
+
+	if (lo > hi || hi > 0xFFFFFF)
+		return -EINVAL;
+	if (cap < UROCE_V1_FILTER_LEN)
+		return -ENOSPC;
+	out[k++] = (struct sock_filter)BPF_STMT(BPF_LDX | BPF_W | BPF_IMM, 0);
+	out[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 12);
+	out[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x8100, 0, 2);
+	out[k++] = (struct sock_filter)BPF_STMT(BPF_LDX | BPF_W | BPF_IMM, 4);
+	out[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 16);
+	/* 4: A = the Ethertype after the tag, if any */
+	out[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x8915, 0, 6);
+	out[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_IND, bth4);
+	out[k++] = (struct sock_filter)BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0xFFFFFF);
+	/*
+	 * GSI HOOK (connection-manager issue): QP1 goes to every process for now; CM is to be
+	 * steered to the listening process (service ID) and then by communication ID, as
+	 * uroce_share_prog()'s GSI HOOK.
+	 */
+	out[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 1, 2, 0);
+	out[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, lo, 0, 2);
+	out[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, hi, 1, 0);
+	out[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, 0xFFFFFFFF); /* whole frame */
+	out[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, 0);	      /* drop */
+	return k;
+}
+
 int uroce_share_format(char *buf, size_t cap, uint64_t gen, const struct uroce_share_member *m,
 		       int n)
 {

@@ -89,6 +89,17 @@ int uroce_share_compact(struct uroce_share_member *m, int n, int idx);
  */
 int uroce_share_prog(struct sock_filter *out, int cap, const struct uroce_share_member *m, int n);
 
+/*
+ * RoCE v1 (AF_PACKET, packet.c): the socket filter that keeps a process's frames only. It accepts
+ * a frame with Ethertype 0x8915 (after an optional 802.1Q tag) whose BTH destination QP
+ * (Ethernet 14 [+ 4] + GRH 40, BTH bytes 5..7) is in [lo, hi] or is 1 (QP1: every process gets
+ * it for now, the GSI HOOK), and drops anything else in the kernel, including frames too short
+ * to hold the QPN. Returns the instruction count (UROCE_V1_FILTER_LEN), or -ENOSPC, -EINVAL
+ * (lo > hi or hi beyond 24 bits).
+ */
+#define UROCE_V1_FILTER_LEN 13
+int uroce_v1_filter_prog(struct sock_filter *out, int cap, uint32_t lo, uint32_t hi);
+
 /* Format "gen N\n" then one line per member. Returns the length, or -ENOSPC. */
 int uroce_share_format(char *buf, size_t cap, uint64_t gen, const struct uroce_share_member *m,
 		       int n);

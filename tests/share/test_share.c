@@ -2,9 +2,10 @@
 /*
  * Several processes on one device (src/host/share.h).
  *
- *   test_share unit    the pure parts: compaction, the steering program (run by a small classic
- *                      BPF interpreter written here from the kernel's semantics), the membership
- *                      file format, QPN slot collisions.
+ *   test_share unit    the pure parts: compaction, the steering program and the RoCE v1 socket
+ *                      filter (run by a small classic BPF interpreter written here from the
+ *                      kernel's semantics), the membership file format, QPN slot collisions.
+ *   test_share v1self DEV   two QPs of one process on a RoCE v1 device (run by v1.sh).
  *   test_share procs   forked processes open uroce_lo (127.0.0.1) at once, each binding the same
  *                      (address, port); RC QPs in different processes exchange SEND and RDMA
  *                      WRITE, and no packet reaches a process that does not own its QP
@@ -25,6 +26,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,25 +42,43 @@
 #include "host/ctx.h"
 #include "host/share.h"
 
-/* ---- unit: a classic BPF interpreter for what uroce_share_prog() emits --------------------- */
+/* ---- unit: a classic BPF interpreter for what uroce_share_prog() and uroce_v1_filter_prog()
+ * emit ---------------------------------------------------------------------------------------- */
 
-/* Runs prog over payload as the kernel's reuseport hook does; returns A on ret, 0 on a bad load. */
+/*
+ * Runs prog over pkt as the kernel's reuseport hook (the UDP payload) or socket filter (the
+ * frame) does; returns A on ret, 0 on a load beyond the end (the kernel's "drop").
+ */
 static uint32_t bpf_run(const struct sock_filter *p, int len, const uint8_t *pkt, uint32_t plen)
 {
-	uint32_t a = 0;
+	uint32_t a = 0, x = 0;
 
 	for (int pc = 0; pc < len; pc++) {
 		const struct sock_filter *f = &p[pc];
+		uint64_t at;
 
 		switch (f->code) {
 		case BPF_LD | BPF_W | BPF_ABS:
-			if (f->k + 4 > plen)
+		case BPF_LD | BPF_W | BPF_IND:
+			at = (uint64_t)f->k + (BPF_MODE(f->code) == BPF_IND ? x : 0);
+			if (at + 4 > plen)
 				return 0;
-			a = (uint32_t)pkt[f->k] << 24 | (uint32_t)pkt[f->k + 1] << 16 |
-			    (uint32_t)pkt[f->k + 2] << 8 | pkt[f->k + 3];
+			a = (uint32_t)pkt[at] << 24 | (uint32_t)pkt[at + 1] << 16 |
+			    (uint32_t)pkt[at + 2] << 8 | pkt[at + 3];
+			break;
+		case BPF_LD | BPF_H | BPF_ABS:
+			if ((uint64_t)f->k + 2 > plen)
+				return 0;
+			a = (uint32_t)pkt[f->k] << 8 | pkt[f->k + 1];
+			break;
+		case BPF_LDX | BPF_W | BPF_IMM:
+			x = f->k;
 			break;
 		case BPF_ALU | BPF_AND | BPF_K:
 			a &= f->k;
+			break;
+		case BPF_JMP | BPF_JEQ | BPF_K:
+			pc += a == f->k ? f->jt : f->jf;
 			break;
 		case BPF_JMP | BPF_JGE | BPF_K:
 			pc += a >= f->k ? f->jt : f->jf;
@@ -86,8 +106,106 @@ static uint32_t steer(const struct sock_filter *p, int len, uint32_t qpn)
 	return bpf_run(p, len, bth, sizeof(bth));
 }
 
+/*
+ * A RoCE v1 frame to QP qpn: Ethernet (with an 802.1Q tag when vlan), GRH, BTH (12 bytes), 4
+ * bytes of payload or ICRC; len bytes of it (0: all) go to the filter.
+ */
+static uint32_t v1_filter(const struct sock_filter *p, int plen, uint32_t qpn, bool vlan,
+			  uint16_t ethertype, uint32_t len)
+{
+	uint8_t f[18 + 40 + 12 + 4] = {0};
+	uint32_t e = vlan ? 18 : 14;
+
+	memcpy(f, "\x02\0\0\0\0\1\x02\0\0\0\0\2", 12);
+	if (vlan) {
+		f[12] = 0x81;
+		f[14] = 0x00;
+		f[15] = 0x07; /* VID 7 */
+	}
+	f[e - 2] = (uint8_t)(ethertype >> 8);
+	f[e - 1] = (uint8_t)ethertype;
+	f[e] = 0x60; /* GRH: IPv6 version */
+	f[e + 6] = 0x1B;
+	uint8_t *bth = f + e + 40;
+
+	bth[0] = 0x04; /* SEND only */
+	bth[2] = bth[3] = 0xFF;
+	bth[4] = 0xA5; /* reserved byte next to the QPN: masked off */
+	bth[5] = (uint8_t)(qpn >> 16);
+	bth[6] = (uint8_t)(qpn >> 8);
+	bth[7] = (uint8_t)qpn;
+	uint32_t full = e + 40 + 12 + 4;
+
+	return bpf_run(p, plen, f, len ? len : full);
+}
+
+static void test_v1_filter(void)
+{
+	struct sock_filter p[UROCE_V1_FILTER_LEN];
+	uint32_t lo = UROCE_SHARE_QPN_BASE(77), hi = lo + UROCE_SHARE_SLOT_QPNS - 1;
+	int n = uroce_v1_filter_prog(p, UROCE_V1_FILTER_LEN, lo, hi);
+
+	CHECK(n == UROCE_V1_FILTER_LEN);
+	CHECK(uroce_v1_filter_prog(p, n - 1, lo, hi) == -ENOSPC);
+	CHECK(uroce_v1_filter_prog(p, n, hi, lo) == -EINVAL);
+	CHECK(uroce_v1_filter_prog(p, n, 0, 0x1000000) == -EINVAL);
+	/* The last instruction returns, and no jump leaves the program. */
+	CHECK(BPF_CLASS(p[n - 1].code) == BPF_RET);
+	for (int i = 0; i < n; i++)
+		if (BPF_CLASS(p[i].code) == BPF_JMP)
+			CHECKF(i + 1 + p[i].jt < n && i + 1 + p[i].jf < n, "jump at %d", i);
+	for (int v = 0; v < 2; v++) {
+		bool vl = v == 1;
+
+		CHECK(v1_filter(p, n, lo, vl, 0x8915, 0) == 0xFFFFFFFF);
+		CHECK(v1_filter(p, n, hi, vl, 0x8915, 0) == 0xFFFFFFFF);
+		CHECK(v1_filter(p, n, lo + 1000, vl, 0x8915, 0) == 0xFFFFFFFF);
+		/* QP1: every process (the GSI HOOK). */
+		CHECK(v1_filter(p, n, 1, vl, 0x8915, 0) == 0xFFFFFFFF);
+		CHECK(v1_filter(p, n, lo - 1, vl, 0x8915, 0) == 0); /* the slot before */
+		CHECK(v1_filter(p, n, hi + 1, vl, 0x8915, 0) == 0); /* the slot after */
+		CHECK(v1_filter(p, n, 0, vl, 0x8915, 0) == 0);
+		CHECK(v1_filter(p, n, 2, vl, 0x8915, 0) == 0);
+		CHECK(v1_filter(p, n, 0xFFFFFF, vl, 0x8915, 0) == 0);
+		/* Not RoCE v1 (IPv4, IPv6, ARP): dropped whatever the bytes at the BTH's place. */
+		CHECK(v1_filter(p, n, lo, vl, 0x0800, 0) == 0);
+		CHECK(v1_filter(p, n, lo, vl, 0x86DD, 0) == 0);
+		CHECK(v1_filter(p, n, 1, vl, 0x0806, 0) == 0);
+		/* Too short to hold the QPN: dropped (a failed load). */
+		uint32_t end = (vl ? 18u : 14u) + 40 + 8;
+
+		CHECK(v1_filter(p, n, lo, vl, 0x8915, end) == 0xFFFFFFFF);
+		CHECK(v1_filter(p, n, lo, vl, 0x8915, end - 1) == 0);
+		CHECK(v1_filter(p, n, lo, vl, 0x8915, 13) == 0);
+	}
+	/* A range of one QPN (QP1 is still accepted). */
+	n = uroce_v1_filter_prog(p, UROCE_V1_FILTER_LEN, 0x400, 0x400);
+	CHECK(v1_filter(p, n, 0x400, false, 0x8915, 0) == 0xFFFFFFFF);
+	CHECK(v1_filter(p, n, 0x3FF, false, 0x8915, 0) == 0);
+	CHECK(v1_filter(p, n, 0x401, false, 0x8915, 0) == 0);
+	CHECK(v1_filter(p, n, 1, false, 0x8915, 0) == 0xFFFFFFFF);
+	/* Every QPN (what packet.c attaches without a range): RoCE v1 frames only. */
+	n = uroce_v1_filter_prog(p, UROCE_V1_FILTER_LEN, 0, 0xFFFFFF);
+	CHECK(v1_filter(p, n, 0, false, 0x8915, 0) == 0xFFFFFFFF);
+	CHECK(v1_filter(p, n, 0xFFFFFF, true, 0x8915, 0) == 0xFFFFFFFF);
+	CHECK(v1_filter(p, n, 5, false, 0x0800, 0) == 0);
+	/* Two processes' slots side by side: a frame passes exactly one filter (or both, QP1). */
+	struct sock_filter q[UROCE_V1_FILTER_LEN];
+	uint32_t lo2 = UROCE_SHARE_QPN_BASE(78), hi2 = lo2 + UROCE_SHARE_SLOT_QPNS - 1;
+
+	n = uroce_v1_filter_prog(p, UROCE_V1_FILTER_LEN, lo, hi);
+	CHECK(uroce_v1_filter_prog(q, UROCE_V1_FILTER_LEN, lo2, hi2) == n);
+	for (uint32_t qpn = lo - 3; qpn <= hi2 + 3; qpn += 7) {
+		int a = v1_filter(p, n, qpn, false, 0x8915, 0) != 0;
+		int b = v1_filter(q, n, qpn, false, 0x8915, 0) != 0;
+
+		CHECKF(a + b == (qpn >= lo && qpn <= hi2 ? 1 : 0), "QPN %#x: %d + %d", qpn, a, b);
+	}
+}
+
 static void test_unit(const char *tmp)
 {
+	test_v1_filter();
 	struct uroce_share_member m[UROCE_SHARE_MAX_MEMBERS];
 	static struct sock_filter prog[UROCE_SHARE_PROG_LEN(UROCE_SHARE_MAX_MEMBERS)];
 	int n = 5, len;
@@ -253,6 +371,9 @@ struct worker {
 };
 
 static struct worker *W;
+/* The device and the GID type workers use: uroce_lo and RoCE v2, or v1self's. */
+static const char *w_dev = "uroce_lo";
+static enum uroce_gid_type w_gtype = UROCE_GID_V2;
 
 static void on_event(void *arg, const struct uroce_event *ev)
 {
@@ -309,7 +430,7 @@ static int w_open(int k)
 {
 	struct uroce_ctx_cfg cfg = {.on_event = on_event};
 	struct uroce_gid_entry g[64];
-	int rc = uroce_ctx_open("uroce_lo", &cfg, &W->ctx[k]);
+	int rc = uroce_ctx_open(w_dev, &cfg, &W->ctx[k]);
 
 	if (rc)
 		return rc;
@@ -317,7 +438,7 @@ static int w_open(int k)
 
 	W->gid_idx[k] = -1;
 	for (int i = 0; i < n; i++)
-		if (g[i].ipv4 && g[i].type == UROCE_GID_V2) {
+		if (g[i].ipv4 && g[i].type == w_gtype) {
 			W->gid_idx[k] = i;
 			memcpy(W->gid[k], g[i].gid, 16);
 		}
@@ -786,12 +907,86 @@ static void test_procs(const char *rundir)
 		close(fd);
 }
 
+/*
+ * test_share v1self DEV (run by v1.sh, in its namespace and run-time directory): two RC QPs of
+ * ONE process on RoCE v1 device DEV, connected through its IPv4 GID, exchange SENDs both ways.
+ * Local delivery takes the frames from the kernel as they leave the interface (packet.c); each
+ * must arrive exactly once: no duplicate, no loss, nothing for no QP.
+ */
+static int test_v1self(const char *dev)
+{
+	struct rep r[2];
+	const int iters = 200;
+
+	w_dev = dev;
+	w_gtype = UROCE_GID_V1;
+	W = calloc(1, sizeof(*W));
+	if (!W)
+		return 1;
+	W->evfd = eventfd(0, EFD_NONBLOCK);
+	int rc = w_open(0);
+
+	CHECKF(rc == 0, "open %s: %s", dev, strerror(-rc));
+	if (rc)
+		return check_exit("v1self");
+	CHECK(w_qp(0, 0, &r[0]) == 0);
+	CHECK(w_qp(1, 0, &r[1]) == 0);
+	CHECK(w_connect(0, r[1].qpn) == 0);
+	CHECK(w_connect(1, r[0].qpn) == 0);
+	for (int i = 0; i < iters && check_failures == 0; i++) {
+		int to = i & 1, from = !to;
+		uint32_t len = 64 + (uint32_t)i * 37 % 3000, blen = 0; /* 1 to 3 packets */
+
+		CHECK(w_post(&(struct cmd){.op = OP_RECV, .qp = to, .len = len}) == 0);
+		CHECK(w_post(&(struct cmd){
+			      .op = OP_SEND, .qp = from, .len = len, .seed = (uint32_t)i}) == 0);
+		CHECKF(wait_wc(W->ctx[0], W->q[to].rcq, &blen) == 0, "SEND %d not received", i);
+		CHECKF(blen == len && same(W->mem[to] + RX_OFF, len, (uint32_t)i),
+		       "SEND %d: %u bytes, %u expected, or other data", i, blen, len);
+	}
+	/* Nothing more arrives: post a receive and look again after a while. */
+	CHECK(w_post(&(struct cmd){.op = OP_RECV, .qp = 0, .len = 64}) == 0);
+	uint32_t blen;
+
+	CHECK(wait_wc(W->ctx[0], W->q[0].rcq, &blen) == -ETIMEDOUT);
+	struct uroce_ctx *x = W->ctx[0];
+	struct uroce_eng *e = uroce_ctx_eng(x);
+
+	uroce_ctx_lock(x);
+	uint64_t sent = uroce_eng_counter(e, UROCE_CNT_SENT_PKTS),
+		 rcvd = uroce_eng_counter(e, UROCE_CNT_RCVD_PKTS),
+		 dup = uroce_eng_counter(e, UROCE_CNT_DUPLICATE_REQUEST),
+		 dupr = uroce_eng_counter(e, UROCE_CNT_DROP_DUPLICATE_RESP),
+		 noqp = uroce_eng_counter(e, UROCE_CNT_DROP_NO_QP),
+		 retr = uroce_eng_counter(e, UROCE_CNT_RETRANSMITTED_PKTS);
+	uroce_ctx_unlock(x);
+	printf("v1self: sent_pkts %llu rcvd_pkts %llu duplicate_request %llu "
+	       "drop_duplicate_resp %llu drop_no_qp %llu retransmitted_pkts %llu\n",
+	       (unsigned long long)sent, (unsigned long long)rcvd, (unsigned long long)dup,
+	       (unsigned long long)dupr, (unsigned long long)noqp, (unsigned long long)retr);
+	CHECKF(sent == rcvd, "sent %llu packets, received %llu", (unsigned long long)sent,
+	       (unsigned long long)rcvd);
+	CHECK(sent >= (uint64_t)iters * 2);
+	CHECK(dup == 0 && dupr == 0 && noqp == 0 && retr == 0);
+	for (int k = 0; k < 2; k++) {
+		uroce_ctx_lock(x);
+		uroce_qp_destroy(W->q[k].qp);
+		uroce_ctx_unlock(x);
+	}
+	uroce_ctx_close(x);
+	close(W->evfd);
+	free(W);
+	return check_exit("v1self");
+}
+
 int main(int argc, char **argv)
 {
 	char tmp[] = "/tmp/uroce-share.XXXXXX";
 
+	if (argc == 3 && strcmp(argv[1], "v1self") == 0)
+		return test_v1self(argv[2]);
 	if (argc != 2 || !mkdtemp(tmp)) {
-		fprintf(stderr, "usage: test_share unit|procs\n");
+		fprintf(stderr, "usage: test_share unit|procs|v1self DEV\n");
 		return 2;
 	}
 	setenv("UROCE_RUNDIR", tmp, 1);
