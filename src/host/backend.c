@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "host/backend.h"
+#include "host/gid.h"
 #include "host/pcap.h"
 #include "wire/bytes.h"
 
@@ -367,12 +368,8 @@ int uroce_v2_rx_verify(struct uroce_rx_desc *d, struct uroce_ipid_cache *cache,
 	p->len = in->len;
 	p->encap = in->encap;
 	if (v4) {
-		static const uint8_t pfx[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
-
-		memcpy(p->sgid, pfx, 12);
-		memcpy(p->dgid, pfx, 12);
-		memcpy(p->sgid + 12, in->src + 12, 4);
-		memcpy(p->dgid + 12, in->dst + 12, 4);
+		uroce_gid_from_v4(p->sgid, in->src + 12);
+		uroce_gid_from_v4(p->dgid, in->dst + 12);
 		/* GRH slot: 20 undefined (zero) bytes, then the IPv4 header (roce-reference 1.1).
 		 */
 		uroce_put_be16(l3l4 + 4, id);

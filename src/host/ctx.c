@@ -80,13 +80,6 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static bool gid_is_v4(const uint8_t g[16])
-{
-	static const uint8_t pfx[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF };
-
-	return memcmp(g, pfx, 12) == 0;
-}
-
 /* ---- GID table and device state --------------------------------------------------------- */
 
 static void refresh(struct uroce_ctx *c)
@@ -109,13 +102,10 @@ static void refresh(struct uroce_ctx *c)
 		for (int i = 0; nif && i < nif->naddrs && c->naddrs < UROCE_BACKEND_MAX_ADDRS; i++) {
 			uint8_t *g = c->addrs[c->naddrs];
 
-			memset(g, 0, 16);
-			if (nif->addrs[i].family == AF_INET) {
-				g[10] = g[11] = 0xFF;
-				memcpy(g + 12, nif->addrs[i].addr, 4);
-			} else {
+			if (nif->addrs[i].family == AF_INET)
+				uroce_gid_from_v4(g, nif->addrs[i].addr);
+			else
 				memcpy(g, nif->addrs[i].addr, 16);
-			}
 			c->naddrs++;
 		}
 		uroce_netif_list_free(&ifs);
@@ -176,7 +166,7 @@ static int resolve(struct uroce_ctx *c, const struct uroce_tx_pkt *t, struct uro
 		p->encap = UROCE_ENCAP_V1;
 		return v1_dmac(c, av->dgid, p->dmac);
 	}
-	p->encap = gid_is_v4(g->gid) ? UROCE_ENCAP_V2_IPV4 : UROCE_ENCAP_V2_IPV6;
+	p->encap = uroce_gid_is_v4(g->gid) ? UROCE_ENCAP_V2_IPV4 : UROCE_ENCAP_V2_IPV6;
 	p->sport = uroce_udp_sport(t->src_qpn, t->dst_qpn, av->flow_label);
 	return 0;
 }
@@ -370,13 +360,12 @@ static struct uroce_pcap_sink *process_sink;
  */
 static bool addr_bindable(const uint8_t gid[16], unsigned ifindex)
 {
-	static const uint8_t v4pfx[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF };
 	struct sockaddr_storage ss;
 	socklen_t len;
 	int fd;
 
 	memset(&ss, 0, sizeof(ss));
-	if (memcmp(gid, v4pfx, 12) == 0) {
+	if (uroce_gid_is_v4(gid)) {
 		struct sockaddr_in *a = (struct sockaddr_in *)&ss;
 
 		a->sin_family = AF_INET;

@@ -16,13 +16,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "host/gid.h"
 #include "host/neigh.h"
-
-static const uint8_t v4pfx[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
 
 int uroce_neigh_direct(const uint8_t gid[16], uint8_t mac[6])
 {
-	if (memcmp(gid, v4pfx, 12) == 0) {
+	if (uroce_gid_is_v4(gid)) {
 		if ((gid[12] & 0xF0) == 0xE0) { /* 224.0.0.0/4: RFC 1112 mapping */
 			mac[0] = 0x01;
 			mac[1] = 0x00;
@@ -64,12 +63,12 @@ static bool gid_unspecified(const uint8_t gid[16])
 	static const uint8_t zero[16];
 
 	return memcmp(gid, zero, 16) == 0 ||
-	       (memcmp(gid, v4pfx, 12) == 0 && !(gid[12] | gid[13] | gid[14] | gid[15]));
+	       (uroce_gid_is_v4(gid) && !(gid[12] | gid[13] | gid[14] | gid[15]));
 }
 
 int uroce_neigh_trigger(int ifindex, const uint8_t gid[16])
 {
-	bool v4 = memcmp(gid, v4pfx, 12) == 0;
+	bool v4 = uroce_gid_is_v4(gid);
 	char ifname[IF_NAMESIZE];
 	union {
 		struct sockaddr sa;
@@ -128,7 +127,7 @@ struct nlreq {
 
 static int query(int ifindex, const uint8_t gid[16], uint8_t mac[6], uint16_t *state)
 {
-	bool v4 = memcmp(gid, v4pfx, 12) == 0;
+	bool v4 = uroce_gid_is_v4(gid);
 	size_t alen = v4 ? 4 : 16;
 	struct nlreq req;
 	uint8_t buf[8192];

@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "host/backend.h"
+#include "host/gid.h"
 #include "host/share.h"
 #include "wire/bytes.h"
 
@@ -93,12 +94,11 @@ struct udp_be {
 	struct uroce_ipid_cache cache;
 };
 
-static const uint8_t v4pfx[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
 
 
 static void gid_str(const uint8_t *g, char *buf, size_t len)
 {
-	if (memcmp(g, v4pfx, 12) == 0)
+	if (uroce_gid_is_v4(g))
 		inet_ntop(AF_INET, g + 12, buf, (socklen_t)len);
 	else
 		inet_ntop(AF_INET6, g, buf, (socklen_t)len);
@@ -138,7 +138,7 @@ static int setint(int fd, int level, int opt, int v)
 static int open_sock(struct udp_be *b, const struct uroce_backend_cfg *cfg, const uint8_t *gid)
 {
 	struct udp_sock *s = &b->s[b->ns];
-	bool v4 = memcmp(gid, v4pfx, 12) == 0;
+	bool v4 = uroce_gid_is_v4(gid);
 	char as[INET6_ADDRSTRLEN];
 	union sa a;
 	socklen_t alen;
@@ -496,8 +496,7 @@ static int finish_rx(struct udp_be *b, const struct udp_sock *s, int j, struct u
 			struct in_pktinfo pi;
 
 			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
-			memcpy(in.dst, v4pfx, 12);
-			memcpy(in.dst + 12, &pi.ipi_addr, 4);
+			uroce_gid_from_v4(in.dst, &pi.ipi_addr);
 			in.ifindex = pi.ipi_ifindex;
 			have_dst = true;
 		} else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) {
@@ -527,8 +526,7 @@ static int finish_rx(struct udp_be *b, const struct udp_sock *s, int j, struct u
 	if (s->encap == UROCE_ENCAP_V2_IPV4) {
 		if (a->sa.sa_family != AF_INET)
 			return UROCE_IO_RX_DROP_MALFORMED;
-		memcpy(in.src, v4pfx, 12);
-		memcpy(in.src + 12, &a->in.sin_addr, 4);
+		uroce_gid_from_v4(in.src, &a->in.sin_addr);
 		in.sport = ntohs(a->in.sin_port);
 	} else {
 		if (a->sa.sa_family != AF_INET6)
