@@ -9,6 +9,8 @@
 
 #include "compat/compat.h"
 #include "host/gid.h"
+#include "wire/bytes.h"
+#include "wire/hdr.h"
 
 #define COMPAT_IB_NEXT_HDR 0x1b /* GRH next header of RoCE v1 (IBTA 8.3.1) */
 
@@ -115,25 +117,6 @@ static int find_gid_index(struct ibv_context *c, const uint8_t gid[16], enum uro
 	return found;
 }
 
-static void v4_mapped(uint32_t addr_be, uint8_t out[16])
-{
-	memset(out, 0, 10);
-	out[10] = 0xff;
-	out[11] = 0xff;
-	memcpy(out + 12, &addr_be, 4);
-}
-
-static uint16_t ipv4_csum(const uint8_t *h)
-{
-	uint32_t sum = 0;
-
-	for (int i = 0; i < 20; i += 2)
-		sum += (uint32_t)(h[i] << 8 | h[i + 1]);
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)~sum;
-}
-
 /*
  * The GRH slot holds an IPv4 header in its last 20 bytes (RoCE v2 over IPv4), or a 40-byte
  * IPv6 header or GRH. As rdma-core: an IPv4 header is believed when its checksum is valid.
@@ -147,7 +130,7 @@ static int grh_version(const struct ibv_grh *grh)
 		return (ip4[0] >> 4) == 4 ? 4 : -1;
 	if ((ip4[0] & 0xf) != 5)
 		return 6;
-	return ipv4_csum(ip4) == 0 ? 4 : 6;
+	return uroce_ipv4_csum(ip4) == uroce_get_be16(ip4 + 10) ? 4 : 6;
 }
 
 int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num, struct ibv_wc *wc,
@@ -174,11 +157,11 @@ int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num, struct ib
 			errno = EINVAL;
 			return -1;
 		}
-		v4_mapped(ip.daddr, dgid);
+		uroce_gid_from_v4(dgid, &ip.daddr);
 		idx = find_gid_index(context, dgid, UROCE_GID_V2);
 		if (idx < 0)
 			return -1;
-		v4_mapped(ip.saddr, ah_attr->grh.dgid.raw);
+		uroce_gid_from_v4(ah_attr->grh.dgid.raw, &ip.saddr);
 		ah_attr->grh.sgid_index = (uint8_t)idx;
 		ah_attr->grh.hop_limit = ip.ttl;
 		ah_attr->grh.traffic_class = ip.tos;
