@@ -79,4 +79,23 @@ int uroce_ctx_gids(struct uroce_ctx *c, struct uroce_gid_entry *out, int max);
  */
 uint64_t uroce_ctx_io_counter(struct uroce_ctx *c, enum uroce_io_counter k);
 
+/*
+ * Connection-manager steering: this process runs a CM on the device (librdmacm's CM thread).
+ * From now on the QP1 MADs that reach the device's addresses come to this process when
+ * - a REQ or SIDR_REQ names a service ID in ids[0..n) (the ports it listens on);
+ * - any other CM MAD names one of its comm IDs: the top 12 bits of the remote comm ID (CM
+ *   message offset 4: REP, REJ, MRA, RTU, DREQ, DREP) or of the SIDR_REP request ID (offset 0)
+ *   are uroce_ctx_slot();
+ * - a REQ or SIDR_REQ whose service ID no member claims goes to a member that runs a CM, so that
+ *   one answers REJ INVALID_SERVICE_ID as the kernel does.
+ * Each call replaces the previous list; n = 0 claims no service but still marks a CM.
+ * Returns 0; -EADDRINUSE when another live process sharing an address already claims one of
+ * ids; -ENOSPC when ids is too long; or a file or setsockopt errno. Takes the lock: call it
+ * without.
+ */
+int uroce_ctx_gsi_steer(struct uroce_ctx *c, const uint64_t *ids, int n);
+
+/* This process's QPN slot on the device (share.h), 0..4095: the prefix of its CM comm IDs. */
+uint32_t uroce_ctx_slot(const struct uroce_ctx *c);
+
 #endif
