@@ -8,6 +8,7 @@
 #include <errno.h>
 
 #include "compat/compat.h"
+#include "compat/uroce_private.h"
 
 _Static_assert(sizeof(struct verbs_context) == 648, "rdma-core v44 struct verbs_context");
 _Static_assert(offsetof(struct verbs_context, context) == 320, "context at 320");
@@ -424,4 +425,14 @@ void uroce_compat_ctx_set_ops(struct compat_ctx *ctx)
 	v->create_srq_ex = op_create_srq_ex;
 	v->open_xrcd = stub_open_xrcd;
 	v->close_xrcd = stub_close_xrcd;
+}
+
+int uroce_ibv_gsi_steer(struct ibv_context *c, const uint64_t *ids, int n)
+{
+	return uroce_ctx_gsi_steer(compat_uc(c), ids, n);
+}
+
+uint32_t uroce_ibv_slot(struct ibv_context *c)
+{
+	return uroce_ctx_slot(compat_uc(c));
 }

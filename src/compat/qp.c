@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "compat/compat.h"
+#include "compat/uroce_private.h"
 
 _Static_assert(IBV_QPT_RC == (int)UROCE_QPT_RC && IBV_QPT_UC == (int)UROCE_QPT_UC &&
 		       IBV_QPT_UD == (int)UROCE_QPT_UD,
@@ -54,7 +55,7 @@ static void cap_from_ibv(const struct ibv_qp_cap *c, struct uroce_qp_cap *u)
 	u->max_inline_data = c->max_inline_data;
 }
 
-struct ibv_qp *ibv_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *attr)
+static struct ibv_qp *create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *attr, bool gsi)
 {
 	struct compat_pd *pd = compat_container_of(ibpd, struct compat_pd, pd);
 	struct uroce_ctx *uc = compat_uc(ibpd->context);
@@ -80,7 +81,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *attr)
 		errno = EINVAL;
 		return NULL;
 	}
-	init.type = (enum uroce_qp_type)attr->qp_type;
+	init.type = gsi ? UROCE_QPT_GSI : (enum uroce_qp_type)attr->qp_type;
 	init.send_cq = compat_container_of(attr->send_cq, struct compat_cq, cq)->ecq;
 	init.recv_cq = compat_container_of(attr->recv_cq, struct compat_cq, cq)->ecq;
 	init.srq = attr->srq ? compat_container_of(attr->srq, struct compat_srq, srq)->esrq : NULL;
@@ -117,6 +118,20 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *attr)
 	pthread_mutex_init(&qp->qp.mutex, NULL);
 	pthread_cond_init(&qp->qp.cond, NULL);
 	return &qp->qp;
+}
+
+struct ibv_qp *ibv_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *attr)
+{
+	return create_qp(ibpd, attr, false);
+}
+
+struct ibv_qp *uroce_ibv_create_gsi_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *attr)
+{
+	if (attr->qp_type != IBV_QPT_UD) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return create_qp(ibpd, attr, true);
 }
 
 static int attr_from_ibv(struct ibv_qp *qp, const struct ibv_qp_attr *a, int mask,

@@ -667,3 +667,17 @@ uint64_t uroce_ctx_io_counter(struct uroce_ctx *c, enum uroce_io_counter k)
 	pthread_mutex_unlock(&c->lock);
 	return v;
 }
+
+uint32_t uroce_ctx_slot(const struct uroce_ctx *c)
+{
+	/* Without a registry slot the QPNs are pid-derived (uroce_ctx_open): so is the prefix. */
+	return c->slot >= 0 ? (uint32_t)c->slot : (uint32_t)getpid() & (UROCE_SHARE_SLOTS - 1);
+}
+
+/* Interim: QP1 still goes to group index 0 (v2) and to every process (v1); see share.h. */
+int uroce_ctx_gsi_steer(struct uroce_ctx *c, const uint64_t *ids, int n)
+{
+	(void)c;
+	(void)ids;
+	return n < 0 ? -EINVAL : 0;
+}
