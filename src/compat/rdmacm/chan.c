@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Event channels and events (rdmacm.h). The eventfd counts queued events: rdma_get_cm_event
+ * reads one count (blocking, or EAGAIN when the application made the fd non-blocking) and then
+ * takes the head of the queue, so an fd that polls readable always has an event behind it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "compat/rdmacm/rdmacm.h"
+
+struct rdma_event_channel *rdma_create_event_channel(void)
+{
+	struct cma_chan *c;
+	int err = cma_init();
+
+	if (err) {
+		errno = -err;
+		return NULL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	c->ch.fd = eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC);
+	if (c->ch.fd < 0) {
+		free(c);
+		return NULL;
+	}
+	return &c->ch;
+}
+
+void rdma_destroy_event_channel(struct rdma_event_channel *channel)
+{
+	struct cma_chan *c = cma_container_of(channel, struct cma_chan, ch);
+
+	if (!channel)
+		return;
+	pthread_mutex_lock(&cma_lock);
+	while (c->head) {
+		struct cma_event *e = c->head;
+
+		c->head = e->next;
+		free(e);
+	}
+	pthread_mutex_unlock(&cma_lock);
+	close(c->ch.fd);
+	free(c);
+}
+
+int cma_event_post(struct cma_id *id, struct cma_id *listen, enum rdma_cm_event_type type,
+		   int status, const void *pdata, size_t len, struct cma_event **out)
+{
+	struct cma_event *e;
+	struct cma_chan *ch;
+	uint64_t one = 1;
+
+	if (id->destroying || !id->chan)
+		return 0;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->owner = id;
+	e->ev.id = &id->id;
+	e->ev.listen_id = listen ? &listen->id : NULL;
+	e->ev.event = type;
+	e->ev.status = status;
+	if (pdata && len) {
+		if (len > sizeof(e->pdata))
+			len = sizeof(e->pdata);
+		memcpy(e->pdata, pdata, len);
+		e->ev.param.conn.private_data = e->pdata;
+		e->ev.param.conn.private_data_len = (uint8_t)len;
+	}
+	/* A connection request waits on the listener's channel (a synchronous listener's new
+	 * id gets a channel of its own for what follows). */
+	ch = type == RDMA_CM_EVENT_CONNECT_REQUEST && listen ? listen->chan : id->chan;
+	if (ch->tail)
+		ch->tail->next = e;
+	else
+		ch->head = e;
+	ch->tail = e;
+	id->events_reported++;
+	if (write(ch->ch.fd, &one, sizeof(one)) < 0) {
+		/* an eventfd write fails only when the count would overflow */
+	}
+	if (out)
+		*out = e;
+	return 0;
+}
+
+static void forget_on(struct cma_id *id, struct cma_chan *ch)
+{
+	struct cma_event **pp, *e;
+	uint64_t v;
+
+	pp = &ch->head;
+	ch->tail = NULL;
+	while ((e = *pp) != NULL) {
+		if (e->owner == id) {
+			*pp = e->next;
+			/* Take its count off the fd (non-blocking: it is there). */
+			int fl = fcntl(ch->ch.fd, F_GETFL);
+
+			fcntl(ch->ch.fd, F_SETFL, fl | O_NONBLOCK);
+			if (read(ch->ch.fd, &v, sizeof(v)) < 0) {
+				/* the count was taken by a reader that will find the queue shorter */
+			}
+			fcntl(ch->ch.fd, F_SETFL, fl);
+			id->events_acked++;
+			free(e);
+			continue;
+		}
+		ch->tail = e;
+		pp = &e->next;
+	}
+}
+
+void cma_event_forget(struct cma_id *id)
+{
+	if (id->chan)
+		forget_on(id, id->chan);
+	if (id->listener && id->listener->chan != id->chan)
+		forget_on(id, id->listener->chan);
+}
+
+int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
+{
+	struct cma_chan *c = cma_container_of(channel, struct cma_chan, ch);
+	struct cma_event *e;
+	uint64_t v;
+
+	if (!channel || !event) {
+		errno = EINVAL;
+		return -1;
+	}
+	for (;;) {
+		if (read(c->ch.fd, &v, sizeof(v)) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1; /* EAGAIN on a non-blocking channel */
+		}
+		pthread_mutex_lock(&cma_lock);
+		e = c->head;
+		if (e) {
+			c->head = e->next;
+			if (!c->head)
+				c->tail = NULL;
+		}
+		pthread_mutex_unlock(&cma_lock);
+		if (e)
+			break;
+		/* An event of a destroyed id was withdrawn after our read got its count. */
+	}
+	e->next = NULL;
+	*event = &e->ev;
+	return 0;
+}
+
+int rdma_ack_cm_event(struct rdma_cm_event *event)
+{
+	struct cma_event *e;
+	struct cma_id *id;
+
+	if (!event) {
+		errno = EINVAL;
+		return -1;
+	}
+	e = cma_container_of(event, struct cma_event, ev);
+	id = e->owner;
+	pthread_mutex_lock(&cma_lock);
+	id->events_acked++;
+	pthread_cond_broadcast(&id->acked);
+	pthread_mutex_unlock(&cma_lock);
+	free(e);
+	return 0;
+}
+
+int cma_sync_wait(struct cma_id *id)
+{
+	struct rdma_cm_event *ev;
+	int err;
+
+	if (id->id.event) {
+		rdma_ack_cm_event(id->id.event);
+		id->id.event = NULL;
+	}
+	if (rdma_get_cm_event(id->id.channel, &ev))
+		return -errno;
+	id->id.event = ev;
+	err = ev->status;
+	if (err > 0)
+		return -ECONNREFUSED; /* a REJ reason: rdma-core reports ECONNREFUSED */
+	if (ev->event == RDMA_CM_EVENT_DISCONNECTED || ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL)
+		return -ECONNRESET;
+	if (ev->event == RDMA_CM_EVENT_REJECTED || ev->event == RDMA_CM_EVENT_ADDR_ERROR ||
+	    ev->event == RDMA_CM_EVENT_ROUTE_ERROR || ev->event == RDMA_CM_EVENT_CONNECT_ERROR ||
+	    ev->event == RDMA_CM_EVENT_UNREACHABLE)
+		return err < 0 ? err : -ECONNREFUSED;
+	return err;
+}

@@ -1,0 +1,446 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The CM agents (QP1 of every device) and the CM thread (rdmacm.h).
+ *
+ * QP1 buffers: UROCE_CMA_RECVS receive slots of 40 (GRH) + 256 bytes, then UROCE_CMA_SENDS send
+ * slots of 256 bytes, in one registered region. A send slot holds its address handle until the
+ * send completes (wr_id = slot index | SEND_TAG).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "compat/rdmacm/rdmacm.h"
+#include "compat/uroce_private.h"
+#include "wire/mad.h"
+
+#define UROCE_CMA_RECVS 64
+#define UROCE_CMA_SENDS 64
+#define RECV_SLOT	(40 + UROCE_MAD_LEN)
+#define SEND_TAG	(1ull << 32)
+
+/* The kernel's rdma_cm values for RoCE (roce-reference.md 2.4, 2.5): a 20 CM response timeout
+ * and packet lifetime 16 give 2 x 2^(16-8) + 2^(20-8) ms per try, 15 retries. */
+#define CMA_KERNEL_TIMEOUT_MS (2 * (1u << 8) + (1u << 12))
+#define CMA_KERNEL_RETRIES    15
+
+pthread_mutex_t cma_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct {
+	pthread_once_t once;
+	int err;
+	int ndev;
+	struct cma_dev *devs;
+	int epfd, wakefd;
+	pthread_t thread;
+} g = {.once = PTHREAD_ONCE_INIT};
+
+uint64_t cma_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static unsigned env_uint(const char *name, unsigned dflt, unsigned max)
+{
+	const char *s = getenv(name);
+	char *end;
+	unsigned long v;
+
+	if (!s || !*s)
+		return dflt;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v > max) {
+		fprintf(stderr, "uroce: ignoring %s=%s (not a number up to %u)\n", name, s, max);
+		return dflt;
+	}
+	return (unsigned)v;
+}
+
+void cma_timing(struct uroce_ibcm_timing *t)
+{
+	t->timeout_ms = env_uint("UROCE_CM_TIMEOUT_MS", CMA_KERNEL_TIMEOUT_MS, 3600000);
+	if (t->timeout_ms == 0)
+		t->timeout_ms = 1;
+	t->max_retries = (uint8_t)env_uint("UROCE_CM_RETRIES", CMA_KERNEL_RETRIES, 15);
+}
+
+int cma_ndevs(void)
+{
+	return g.ndev;
+}
+
+struct cma_dev *cma_devs(int i)
+{
+	return &g.devs[i];
+}
+
+struct cma_dev *cma_dev_of_verbs(struct ibv_context *verbs)
+{
+	for (int i = 0; i < g.ndev; i++)
+		if (g.devs[i].verbs == verbs)
+			return &g.devs[i];
+	return NULL;
+}
+
+void cma_kick(void)
+{
+	uint64_t one = 1;
+
+	if (write(g.wakefd, &one, sizeof(one)) < 0) {
+		/* the counter is saturated: the thread is awake anyway */
+	}
+}
+
+/* ---- QP1 ------------------------------------------------------------------------------------ */
+
+static int post_recv(struct cma_dev *d, unsigned slot)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)(d->buf + (size_t)slot * RECV_SLOT),
+		.length = RECV_SLOT,
+		.lkey = d->mr->lkey,
+	};
+	struct ibv_recv_wr wr = {.wr_id = slot, .sg_list = &sge, .num_sge = 1}, *bad;
+
+	return -ibv_post_recv(d->qp1, &wr, &bad);
+}
+
+static uint8_t *send_buf(struct cma_dev *d, unsigned slot)
+{
+	return d->buf + (size_t)UROCE_CMA_RECVS * RECV_SLOT + (size_t)slot * UROCE_MAD_LEN;
+}
+
+static void handle_wc(struct cma_dev *d, const struct ibv_wc *wc)
+{
+	if (wc->wr_id & SEND_TAG) {
+		unsigned slot = (unsigned)(wc->wr_id & 0xFFFF);
+
+		if (slot < UROCE_CMA_SENDS && d->send_ah[slot]) {
+			ibv_destroy_ah(d->send_ah[slot]);
+			d->send_ah[slot] = NULL;
+		}
+		return;
+	}
+	if (wc->wr_id >= UROCE_CMA_RECVS)
+		return;
+	if (wc->status == IBV_WC_SUCCESS && wc->byte_len >= 40 + UROCE_MAD_LEN) {
+		uint8_t *p = d->buf + (size_t)wc->wr_id * RECV_SLOT;
+		struct ibv_ah_attr ah;
+		struct ibv_wc w = *wc;
+
+		if (ibv_init_ah_from_wc(d->verbs, 1, &w, (struct ibv_grh *)p, &ah) == 0) {
+			struct uroce_ibcm_addr from = {
+				.sgid_index = ah.grh.sgid_index,
+				.hop_limit = 64,
+				.traffic_class = ah.grh.traffic_class,
+				.flow_label = ah.grh.flow_label,
+			};
+
+			memcpy(from.dgid, ah.grh.dgid.raw, 16);
+			uroce_ibcm_recv(d->cm, &from, p + 40, UROCE_MAD_LEN, cma_now());
+		}
+	}
+	if (wc->status != IBV_WC_WR_FLUSH_ERR)
+		post_recv(d, (unsigned)wc->wr_id);
+}
+
+static void poll_dev(struct cma_dev *d)
+{
+	struct ibv_wc wc[16];
+	int n;
+
+	if (!d->gsi_ready)
+		return;
+	while ((n = ibv_poll_cq(d->cq, 16, wc)) > 0)
+		for (int i = 0; i < n; i++)
+			handle_wc(d, &wc[i]);
+}
+
+static int ibcm_send(void *arg, const struct uroce_ibcm_addr *to, const uint8_t *mad)
+{
+	struct cma_dev *d = arg;
+	struct ibv_ah_attr a = {
+		.is_global = 1,
+		.port_num = 1,
+		.grh = {.sgid_index = to->sgid_index,
+			.hop_limit = to->hop_limit ? to->hop_limit : 64,
+			.traffic_class = to->traffic_class,
+			.flow_label = to->flow_label},
+	};
+	struct ibv_sge sge;
+	struct ibv_send_wr wr = {0}, *bad;
+	unsigned slot;
+	int err;
+
+	poll_dev(d); /* reclaim finished sends */
+	for (slot = 0; slot < UROCE_CMA_SENDS && d->send_ah[slot]; slot++)
+		;
+	if (slot == UROCE_CMA_SENDS)
+		return -ENOBUFS;
+	memcpy(a.grh.dgid.raw, to->dgid, 16);
+	d->send_ah[slot] = ibv_create_ah(d->pd, &a);
+	if (!d->send_ah[slot])
+		return -errno;
+	memcpy(send_buf(d, slot), mad, UROCE_MAD_LEN);
+	sge.addr = (uintptr_t)send_buf(d, slot);
+	sge.length = UROCE_MAD_LEN;
+	sge.lkey = d->mr->lkey;
+	wr.wr_id = SEND_TAG | slot;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.ud.ah = d->send_ah[slot];
+	wr.wr.ud.remote_qpn = UROCE_GSI_QPN;
+	wr.wr.ud.remote_qkey = UROCE_GSI_QKEY;
+	err = ibv_post_send(d->qp1, &wr, &bad);
+	if (err) {
+		ibv_destroy_ah(d->send_ah[slot]);
+		d->send_ah[slot] = NULL;
+		return -err;
+	}
+	return 0;
+}
+
+static const struct uroce_ibcm_ops ibcm_ops = {
+	.send = ibcm_send,
+	.event = cma_on_ibcm_event,
+};
+
+static int qp1_to_rts(struct cma_dev *d)
+{
+	struct ibv_qp_attr a = {0};
+
+	a.qp_state = IBV_QPS_INIT;
+	a.pkey_index = 0;
+	a.port_num = 1;
+	a.qkey = UROCE_GSI_QKEY;
+	if (ibv_modify_qp(d->qp1, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
+		return -errno;
+	a.qp_state = IBV_QPS_RTR;
+	if (ibv_modify_qp(d->qp1, &a, IBV_QP_STATE))
+		return -errno;
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 0;
+	if (ibv_modify_qp(d->qp1, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
+		return -errno;
+	return 0;
+}
+
+/* Set up QP1 and the CM engine of an opened device. */
+static int agent_open(struct cma_dev *d)
+{
+	struct ibv_qp_init_attr qa = {0};
+	struct ibv_port_attr pa;
+	struct uroce_ibcm_cfg cfg = {0};
+	size_t len = (size_t)UROCE_CMA_RECVS * RECV_SLOT + (size_t)UROCE_CMA_SENDS * UROCE_MAD_LEN;
+	int err;
+
+	snprintf(d->name, sizeof(d->name), "%s", ibv_get_device_name(d->verbs->device));
+	if (ibv_query_device(d->verbs, &d->attr) || ibv_query_port(d->verbs, 1, &pa))
+		return -EIO;
+	d->active_mtu = (uint8_t)pa.active_mtu;
+	d->node_guid = be64toh(d->attr.node_guid);
+	d->pd = ibv_alloc_pd(d->verbs);
+	d->cch = ibv_create_comp_channel(d->verbs);
+	if (!d->pd || !d->cch)
+		return -ENOMEM;
+	d->cq = ibv_create_cq(d->verbs, UROCE_CMA_RECVS + UROCE_CMA_SENDS, d, d->cch, 0);
+	d->buf = calloc(1, len);
+	d->send_ah = calloc(UROCE_CMA_SENDS, sizeof(*d->send_ah));
+	if (!d->cq || !d->buf || !d->send_ah)
+		return -ENOMEM;
+	d->mr = ibv_reg_mr(d->pd, d->buf, len, IBV_ACCESS_LOCAL_WRITE);
+	if (!d->mr)
+		return -errno;
+	qa.send_cq = d->cq;
+	qa.recv_cq = d->cq;
+	qa.qp_type = IBV_QPT_UD;
+	qa.cap.max_send_wr = UROCE_CMA_SENDS;
+	qa.cap.max_recv_wr = UROCE_CMA_RECVS;
+	qa.cap.max_send_sge = 1;
+	qa.cap.max_recv_sge = 1;
+	d->qp1 = uroce_ibv_create_gsi_qp(d->pd, &qa);
+	if (!d->qp1)
+		return -errno;
+	err = qp1_to_rts(d);
+	if (err)
+		return err;
+	for (unsigned i = 0; i < UROCE_CMA_RECVS; i++) {
+		err = post_recv(d, i);
+		if (err)
+			return err;
+	}
+	cfg.ops = &ibcm_ops;
+	cfg.arg = d;
+	cfg.comm_id_prefix = uroce_ibv_slot(d->verbs) & 0xFFF;
+	cfg.ca_guid = d->node_guid;
+	cfg.hi_tid = (uint32_t)getpid() ^ (uint32_t)cma_now();
+	cfg.timewait_ms = env_uint("UROCE_CM_TIMEWAIT_MS", 1000, 3600000);
+	cfg.seed = (uint32_t)(cma_now() >> 10) ^ (uint32_t)getpid() << 8;
+	err = uroce_ibcm_create(&cfg, &d->cm);
+	if (err)
+		return err;
+	if (fcntl(d->cch->fd, F_SETFL, fcntl(d->cch->fd, F_GETFL) | O_NONBLOCK) < 0)
+		return -errno;
+	if (ibv_req_notify_cq(d->cq, 0))
+		return -EIO;
+	d->gsi_ready = true;
+	return uroce_ibv_gsi_steer(d->verbs, NULL, 0);
+}
+
+/* ---- the CM thread ---------------------------------------------------------------------- */
+
+static void *cm_thread(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct epoll_event ev[8];
+		uint64_t now, next = UINT64_MAX;
+		int n, timeout;
+
+		pthread_mutex_lock(&cma_lock);
+		now = cma_now();
+		for (int i = 0; i < g.ndev; i++) {
+			struct cma_dev *d = &g.devs[i];
+
+			if (!d->gsi_ready)
+				continue;
+			poll_dev(d);
+			ibv_req_notify_cq(d->cq, 0);
+			poll_dev(d); /* what arrived before the notification was armed */
+			uroce_ibcm_advance(d->cm, now);
+			if (uroce_ibcm_next_deadline(d->cm) < next)
+				next = uroce_ibcm_next_deadline(d->cm);
+		}
+		pthread_mutex_unlock(&cma_lock);
+		if (next == UINT64_MAX)
+			timeout = -1;
+		else if (next <= now)
+			timeout = 0;
+		else
+			timeout = (int)((next - now + 999999) / 1000000);
+		n = epoll_wait(g.epfd, ev, 8, timeout);
+		for (int i = 0; i < n; i++) {
+			struct cma_dev *d = ev[i].data.ptr;
+
+			if (!d) {
+				uint64_t v;
+
+				if (read(g.wakefd, &v, sizeof(v)) < 0) {
+					/* nothing to read: woken twice */
+				}
+				continue;
+			}
+			for (;;) {
+				struct ibv_cq *cq;
+				void *ctx;
+
+				if (ibv_get_cq_event(d->cch, &cq, &ctx))
+					break;
+				ibv_ack_cq_events(cq, 1);
+			}
+		}
+	}
+	return NULL;
+}
+
+static void init_once(void)
+{
+	struct ibv_device **list;
+	int n = 0;
+
+	list = ibv_get_device_list(&n);
+	if (!list || n == 0) {
+		g.err = -ENODEV;
+		if (list)
+			ibv_free_device_list(list);
+		return;
+	}
+	g.devs = calloc((size_t)n, sizeof(*g.devs));
+	g.epfd = epoll_create1(EPOLL_CLOEXEC);
+	g.wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (!g.devs || g.epfd < 0 || g.wakefd < 0) {
+		g.err = -ENOMEM;
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		struct cma_dev *d = &g.devs[g.ndev];
+		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = d};
+		int err;
+
+		d->verbs = ibv_open_device(list[i]);
+		if (!d->verbs)
+			continue;
+		g.ndev++;
+		err = agent_open(d);
+		if (err) {
+			fprintf(stderr, "uroce: %s: no connection manager on this device: %s\n",
+				d->name, strerror(-err));
+			continue;
+		}
+		epoll_ctl(g.epfd, EPOLL_CTL_ADD, d->cch->fd, &ev);
+	}
+	/* The contexts keep their devices: the list itself can go (rdma-core keeps it). */
+	ibv_free_device_list(list);
+	if (g.ndev == 0) {
+		g.err = -ENODEV;
+		return;
+	}
+	{
+		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+		pthread_attr_t at;
+
+		epoll_ctl(g.epfd, EPOLL_CTL_ADD, g.wakefd, &ev);
+		pthread_attr_init(&at);
+		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&g.thread, &at, cm_thread, NULL))
+			g.err = -EAGAIN;
+		pthread_attr_destroy(&at);
+	}
+}
+
+int cma_init(void)
+{
+	pthread_once(&g.once, init_once);
+	return g.err;
+}
+
+struct ibv_context **rdma_get_devices(int *num_devices)
+{
+	struct ibv_context **v;
+	int err = cma_init();
+
+	if (err) {
+		if (num_devices)
+			*num_devices = 0;
+		errno = -err;
+		return NULL;
+	}
+	v = calloc((size_t)g.ndev + 1, sizeof(*v));
+	if (!v) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (int i = 0; i < g.ndev; i++)
+		v[i] = g.devs[i].verbs;
+	if (num_devices)
+		*num_devices = g.ndev;
+	return v;
+}
+
+void rdma_free_devices(struct ibv_context **list)
+{
+	free(list);
+}

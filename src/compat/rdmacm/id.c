@@ -1,0 +1,563 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * RDMA CM ids: create, bind, resolve, listen, options, ports, migrate, destroy (rdmacm.h).
+ * Connection set-up and teardown are in conn.c.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cm/cma.h"
+#include "compat/rdmacm/addr.h"
+#include "compat/rdmacm/rdmacm.h"
+#include "compat/uroce_private.h"
+#include "host/route.h"
+
+static struct cma_id *all_ids; /* every live id, for port allocation (lock held) */
+
+static struct cma_id *listeners(void)
+{
+	return all_ids;
+}
+
+struct cma_id *cma_all_ids(void)
+{
+	return all_ids;
+}
+
+static bool port_used(enum rdma_port_space ps, uint16_t port, const struct cma_id *self)
+{
+	for (struct cma_id *i = listeners(); i; i = i->next_listen)
+		if (i != self && i->id.ps == ps && i->state != CMA_IDLE && !i->listener &&
+		    cma_sa_port(&i->id.route.addr.src_addr) == port)
+			return true;
+	return false;
+}
+
+/* An ephemeral port (the kernel's ip_local_port_range), not used by another id here. */
+static uint16_t ephemeral_port(enum rdma_port_space ps)
+{
+	static uint32_t next;
+
+	if (!next)
+		next = (uint32_t)getpid() * 2654435761u ^ (uint32_t)cma_now();
+	for (int tries = 0; tries < 28232; tries++) {
+		uint16_t p = (uint16_t)(32768 + (next++ % 28232));
+
+		if (!port_used(ps, p, NULL))
+			return p;
+	}
+	return 0;
+}
+
+int cma_steer_update(void)
+{
+	uint64_t ids[64];
+	int n = 0, err = 0;
+
+	for (struct cma_id *i = listeners(); i; i = i->next_listen)
+		if (i->state == CMA_LISTEN && n < 64)
+			ids[n++] = uroce_cma_service_id((uint16_t)i->id.ps,
+							cma_sa_port(&i->id.route.addr.src_addr));
+	for (int d = 0; d < cma_ndevs(); d++) {
+		int e;
+
+		if (!cma_devs(d)->gsi_ready)
+			continue;
+		e = uroce_ibv_gsi_steer(cma_devs(d)->verbs, ids, n);
+		if (e && !err)
+			err = e;
+	}
+	return err;
+}
+
+static int id_alloc(struct rdma_event_channel *channel, void *context, enum rdma_port_space ps,
+		    enum ibv_qp_type qp_type, struct cma_id **out)
+{
+	struct cma_id *id = calloc(1, sizeof(*id));
+
+	if (!id)
+		return -ENOMEM;
+	if (!channel) {
+		channel = rdma_create_event_channel();
+		if (!channel) {
+			int err = -errno;
+
+			free(id);
+			return err;
+		}
+		id->sync = true;
+	}
+	id->chan = cma_container_of(channel, struct cma_chan, ch);
+	id->chan->ids++;
+	id->id.channel = channel;
+	id->id.context = context;
+	id->id.ps = ps;
+	id->id.qp_type = qp_type;
+	id->gid_index = -1;
+	pthread_cond_init(&id->acked, NULL);
+	id->next_listen = all_ids;
+	all_ids = id;
+	*out = id;
+	return 0;
+}
+
+/* A passive id for a connection request on listen (lock held). */
+int cma_id_new_passive(struct cma_id *listen, struct cma_id **out)
+{
+	struct cma_id *id;
+	int err = id_alloc(listen->sync ? NULL : listen->id.channel, listen->id.context,
+			   listen->id.ps, listen->id.qp_type, &id);
+
+	if (err)
+		return err;
+	id->listener = listen;
+	id->state = CMA_CONNECT;
+	id->tos = listen->tos;
+	id->tos_set = listen->tos_set;
+	id->ack_timeout = listen->ack_timeout;
+	id->ack_timeout_set = listen->ack_timeout_set;
+	*out = id;
+	return 0;
+}
+
+int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, void *context,
+		   enum rdma_port_space ps)
+{
+	enum ibv_qp_type t;
+	struct cma_id *c;
+	int err;
+
+	if (!id)
+		return cma_err(-EINVAL);
+	switch (ps) {
+	case RDMA_PS_TCP:
+	case RDMA_PS_IB:
+		t = IBV_QPT_RC;
+		break;
+	case RDMA_PS_UDP:
+	case RDMA_PS_IPOIB:
+		t = IBV_QPT_UD;
+		break;
+	default:
+		return cma_err(-EINVAL);
+	}
+	err = cma_init();
+	if (err)
+		return cma_err(err);
+	pthread_mutex_lock(&cma_lock);
+	err = id_alloc(channel, context, ps, t, &c);
+	pthread_mutex_unlock(&cma_lock);
+	if (err)
+		return cma_err(err);
+	*id = &c->id;
+	return 0;
+}
+
+/* rdma-core's rdma_create_id2 is internal; rdma_create_ep and others use this. */
+int cma_create_id_qpt(struct rdma_event_channel *channel, struct rdma_cm_id **id, void *context,
+		      enum rdma_port_space ps, enum ibv_qp_type qpt)
+{
+	int err = rdma_create_id(channel, id, context, ps);
+
+	if (!err)
+		(*id)->qp_type = qpt;
+	return err;
+}
+
+static void unlink_id(struct cma_id *id)
+{
+	for (struct cma_id **pp = &all_ids; *pp; pp = &(*pp)->next_listen)
+		if (*pp == id) {
+			*pp = id->next_listen;
+			return;
+		}
+}
+
+int rdma_destroy_id(struct rdma_cm_id *cid)
+{
+	struct cma_id *id;
+	struct rdma_event_channel *sync_ch = NULL;
+
+	if (!cid)
+		return cma_err(-EINVAL);
+	id = cma_id_of(cid);
+	if (id->sync && cid->event) {
+		rdma_ack_cm_event(cid->event);
+		cid->event = NULL;
+	}
+	pthread_mutex_lock(&cma_lock);
+	id->destroying = true;
+	if (id->conn) {
+		uroce_ibcm_conn_set_user(id->conn, NULL);
+		uroce_ibcm_conn_destroy(id->conn, cma_now());
+		id->conn = NULL;
+	}
+	if (id->counted && id->listener) {
+		id->listener->pending--;
+		id->counted = false;
+	}
+	/* Passive ids that still point at a listener being destroyed forget it. */
+	for (struct cma_id *i = all_ids; i; i = i->next_listen)
+		if (i->listener == id)
+			i->listener = NULL;
+	cma_event_forget(id);
+	while (id->events_acked < id->events_reported)
+		pthread_cond_wait(&id->acked, &cma_lock);
+	unlink_id(id);
+	if (id->state == CMA_LISTEN)
+		cma_steer_update();
+	id->chan->ids--;
+	if (id->sync)
+		sync_ch = cid->channel;
+	pthread_mutex_unlock(&cma_lock);
+	cma_kick();
+	if (sync_ch)
+		rdma_destroy_event_channel(sync_ch);
+	pthread_cond_destroy(&id->acked);
+	free(id);
+	return 0;
+}
+
+/* Bind to src: the device that holds the address (none for a wildcard). Lock held. */
+static int bind_locked(struct cma_id *id, const struct sockaddr *src)
+{
+	uint8_t gid[16];
+	uint16_t port;
+	socklen_t len = cma_sa_len(src);
+
+	if (!len)
+		return -EAFNOSUPPORT;
+	if (id->state != CMA_IDLE)
+		return -EINVAL;
+	port = cma_sa_port(src);
+	if (port && port_used(id->id.ps, port, id) && !id->reuseaddr)
+		return -EADDRINUSE;
+	if (!port) {
+		port = ephemeral_port(id->id.ps);
+		if (!port)
+			return -EADDRNOTAVAIL;
+	}
+	id->dev = NULL;
+	if (!cma_sa_any(src)) {
+		cma_gid_of_sa(src, gid);
+		for (int i = 0; i < cma_ndevs(); i++)
+			if (cma_gid_find(cma_devs(i)->verbs, gid, -1) >= 0) {
+				id->dev = cma_devs(i);
+				break;
+			}
+		if (!id->dev)
+			return -EADDRNOTAVAIL;
+		memcpy(id->sgid, gid, 16);
+		memcpy(id->id.route.addr.addr.ibaddr.sgid.raw, gid, 16);
+	}
+	memset(&id->id.route.addr.src_storage, 0, sizeof(id->id.route.addr.src_storage));
+	memcpy(&id->id.route.addr.src_storage, src, len);
+	cma_sa_set_port(&id->id.route.addr.src_addr, port);
+	id->id.verbs = id->dev ? id->dev->verbs : NULL;
+	id->id.port_num = id->dev ? 1 : 0;
+	id->id.route.addr.addr.ibaddr.pkey = htons(0xFFFF);
+	id->state = CMA_ADDR_BOUND;
+	return 0;
+}
+
+int rdma_bind_addr(struct rdma_cm_id *cid, struct sockaddr *addr)
+{
+	int err;
+
+	if (!cid || !addr)
+		return cma_err(-EINVAL);
+	pthread_mutex_lock(&cma_lock);
+	err = bind_locked(cma_id_of(cid), addr);
+	pthread_mutex_unlock(&cma_lock);
+	return cma_err(err);
+}
+
+/*
+ * Address resolution (core/addr.c, core/cma.c): the route gives the source address (when the
+ * id is not bound), whether a gateway is on the way and the hop limit; the source address
+ * gives the device; the device's default RoCE mode gives the GID type, except that a gateway
+ * forces RoCE v2 (cma_route_gid_type).
+ */
+static int resolve_locked(struct cma_id *id, const struct sockaddr *src,
+			  const struct sockaddr *dst)
+{
+	struct uroce_route rt;
+	const struct sockaddr *bound = NULL;
+	int type, idx, err;
+
+	if (!cma_sa_len(dst))
+		return -EAFNOSUPPORT;
+	if (id->state == CMA_ADDR_BOUND && !cma_sa_any(&id->id.route.addr.src_addr))
+		bound = &id->id.route.addr.src_addr;
+	else if (src && !cma_sa_any(src))
+		bound = src;
+	err = uroce_route_lookup(dst, bound, &rt);
+	if (err)
+		return err;
+	if (id->state == CMA_IDLE || (id->state == CMA_ADDR_BOUND && !id->dev)) {
+		struct sockaddr_storage s = rt.src;
+		uint16_t port = id->state == CMA_ADDR_BOUND
+					? cma_sa_port(&id->id.route.addr.src_addr)
+					: (src ? cma_sa_port(src) : 0);
+
+		cma_sa_set_port((struct sockaddr *)&s, port);
+		id->state = CMA_IDLE;
+		err = bind_locked(id, (struct sockaddr *)&s);
+		if (err)
+			return err;
+	} else if (id->state != CMA_ADDR_BOUND) {
+		return -EINVAL;
+	}
+	type = rt.gateway ? IBV_GID_TYPE_ROCE_V2 : cma_default_gid_type(id->dev->name);
+	idx = cma_gid_find(id->dev->verbs, id->sgid, type);
+	if (idx < 0) {
+		id->state = CMA_ADDR_BOUND;
+		return rt.gateway ? -ENETUNREACH : -EADDRNOTAVAIL;
+	}
+	id->gid_index = idx;
+	id->gid_type = type;
+	id->hop_limit = rt.hop_limit;
+	memset(&id->id.route.addr.dst_storage, 0, sizeof(id->id.route.addr.dst_storage));
+	memcpy(&id->id.route.addr.dst_storage, dst, cma_sa_len(dst));
+	cma_gid_of_sa(dst, id->dgid);
+	memcpy(id->id.route.addr.addr.ibaddr.dgid.raw, id->dgid, 16);
+	id->state = CMA_ADDR_RESOLVED;
+	return 0;
+}
+
+int rdma_resolve_addr(struct rdma_cm_id *cid, struct sockaddr *src_addr, struct sockaddr *dst_addr,
+		      int timeout_ms)
+{
+	struct cma_id *id;
+	int err;
+
+	(void)timeout_ms; /* resolution is synchronous: the kernel routes and resolves MACs */
+	if (!cid || !dst_addr)
+		return cma_err(-EINVAL);
+	id = cma_id_of(cid);
+	pthread_mutex_lock(&cma_lock);
+	if (id->state != CMA_IDLE && id->state != CMA_ADDR_BOUND) {
+		pthread_mutex_unlock(&cma_lock);
+		return cma_err(-EINVAL);
+	}
+	err = resolve_locked(id, src_addr, dst_addr);
+	if (err && id->state == CMA_IDLE) {
+		/* No device at all: the call fails, as rdma-core's does when the kernel cannot
+		 * bind (no event). */
+		pthread_mutex_unlock(&cma_lock);
+		return cma_err(err);
+	}
+	err = cma_event_post(id, NULL,
+			     err ? RDMA_CM_EVENT_ADDR_ERROR : RDMA_CM_EVENT_ADDR_RESOLVED, err,
+			     NULL, 0, NULL);
+	pthread_mutex_unlock(&cma_lock);
+	if (err)
+		return cma_err(err);
+	return id->sync ? cma_err(cma_sync_wait(id)) : 0;
+}
+
+/* The path record the kernel fills for RoCE (cma_resolve_iboe_route; roce-reference 2.4). */
+void cma_fill_path(struct cma_id *id)
+{
+	struct ibv_sa_path_rec *p = &id->path;
+
+	memset(p, 0, sizeof(*p));
+	memcpy(p->sgid.raw, id->sgid, 16);
+	memcpy(p->dgid.raw, id->dgid, 16);
+	p->hop_limit = id->hop_limit;
+	p->traffic_class = id->tos;
+	p->reversible = 1;
+	p->pkey = htons(0xFFFF);
+	p->mtu_selector = 2;
+	p->mtu = id->mtu;
+	p->rate_selector = 2;
+	p->rate = 3;
+	p->packet_life_time_selector = 2;
+	p->packet_life_time = 16;
+	p->numb_path = 1;
+	id->id.route.path_rec = p;
+	id->id.route.num_paths = 1;
+}
+
+int rdma_resolve_route(struct rdma_cm_id *cid, int timeout_ms)
+{
+	struct cma_id *id;
+	int err;
+
+	(void)timeout_ms;
+	if (!cid)
+		return cma_err(-EINVAL);
+	id = cma_id_of(cid);
+	pthread_mutex_lock(&cma_lock);
+	if (id->state != CMA_ADDR_RESOLVED) {
+		pthread_mutex_unlock(&cma_lock);
+		return cma_err(-EINVAL);
+	}
+	/* The path MTU: the port's active MTU (iboe_get_mtu of the interface MTU). */
+	id->mtu = id->dev->active_mtu;
+	cma_fill_path(id);
+	id->state = CMA_ROUTE_RESOLVED;
+	err = cma_event_post(id, NULL, RDMA_CM_EVENT_ROUTE_RESOLVED, 0, NULL, 0, NULL);
+	pthread_mutex_unlock(&cma_lock);
+	if (err)
+		return cma_err(err);
+	return id->sync ? cma_err(cma_sync_wait(id)) : 0;
+}
+
+int rdma_listen(struct rdma_cm_id *cid, int backlog)
+{
+	struct cma_id *id;
+	int err;
+
+	if (!cid)
+		return cma_err(-EINVAL);
+	id = cma_id_of(cid);
+	pthread_mutex_lock(&cma_lock);
+	if (id->state == CMA_IDLE) {
+		struct sockaddr_in any = {.sin_family = AF_INET};
+
+		err = bind_locked(id, (struct sockaddr *)&any);
+		if (err)
+			goto out;
+	}
+	if (id->state != CMA_ADDR_BOUND) {
+		err = -EINVAL;
+		goto out;
+	}
+	id->state = CMA_LISTEN;
+	id->backlog = backlog > 0 ? backlog : 1024;
+	err = cma_steer_update();
+	if (err == -EADDRINUSE)
+		id->state = CMA_ADDR_BOUND, cma_steer_update();
+	else
+		err = 0; /* other steering failures only cost the sharing of the device */
+out:
+	pthread_mutex_unlock(&cma_lock);
+	return cma_err(err);
+}
+
+int rdma_set_option(struct rdma_cm_id *cid, int level, int optname, void *optval, size_t optlen)
+{
+	struct cma_id *id;
+
+	if (!cid || !optval)
+		return cma_err(-EINVAL);
+	id = cma_id_of(cid);
+	if (level != RDMA_OPTION_ID)
+		return cma_err(level == RDMA_OPTION_IB ? -ENOSYS : -EINVAL);
+	pthread_mutex_lock(&cma_lock);
+	switch (optname) {
+	case RDMA_OPTION_ID_TOS:
+		if (optlen != sizeof(uint8_t))
+			goto inval;
+		id->tos = *(uint8_t *)optval;
+		id->tos_set = true;
+		break;
+	case RDMA_OPTION_ID_REUSEADDR:
+		if (optlen != sizeof(int))
+			goto inval;
+		id->reuseaddr = *(int *)optval != 0;
+		break;
+	case RDMA_OPTION_ID_AFONLY:
+		if (optlen != sizeof(int))
+			goto inval;
+		id->afonly = *(int *)optval != 0;
+		break;
+	case RDMA_OPTION_ID_ACK_TIMEOUT:
+		if (optlen != sizeof(uint8_t) || *(uint8_t *)optval > 31)
+			goto inval;
+		id->ack_timeout = *(uint8_t *)optval;
+		id->ack_timeout_set = true;
+		break;
+	default:
+		pthread_mutex_unlock(&cma_lock);
+		return cma_err(-ENOSYS);
+	}
+	pthread_mutex_unlock(&cma_lock);
+	return 0;
+inval:
+	pthread_mutex_unlock(&cma_lock);
+	return cma_err(-EINVAL);
+}
+
+uint16_t rdma_get_src_port(struct rdma_cm_id *id)
+{
+	return htons(cma_sa_port(&id->route.addr.src_addr));
+}
+
+uint16_t rdma_get_dst_port(struct rdma_cm_id *id)
+{
+	return htons(cma_sa_port(&id->route.addr.dst_addr));
+}
+
+int rdma_migrate_id(struct rdma_cm_id *cid, struct rdma_event_channel *channel)
+{
+	struct cma_id *id;
+	struct cma_chan *to, *from;
+	struct rdma_event_channel *old_sync = NULL;
+	bool sync = false;
+
+	if (!cid)
+		return cma_err(-EINVAL);
+	id = cma_id_of(cid);
+	if (!channel) {
+		channel = rdma_create_event_channel();
+		if (!channel)
+			return -1;
+		sync = true;
+	}
+	to = cma_container_of(channel, struct cma_chan, ch);
+	pthread_mutex_lock(&cma_lock);
+	from = id->chan;
+	/* Move the id's queued events: forget them on the old channel, requeue on the new. */
+	{
+		struct cma_event *moved = NULL, **tail = &moved;
+		struct cma_event **pp = &from->head;
+		struct cma_event *e;
+		uint64_t v, one = 1;
+
+		from->tail = NULL;
+		while ((e = *pp) != NULL) {
+			if (e->owner == id) {
+				*pp = e->next;
+				e->next = NULL;
+				*tail = e;
+				tail = &e->next;
+				if (read(from->ch.fd, &v, sizeof(v)) < 0) {
+					/* taken by a concurrent reader */
+				}
+				continue;
+			}
+			from->tail = e;
+			pp = &e->next;
+		}
+		while (moved) {
+			e = moved;
+			moved = e->next;
+			e->next = NULL;
+			if (to->tail)
+				to->tail->next = e;
+			else
+				to->head = e;
+			to->tail = e;
+			if (write(to->ch.fd, &one, sizeof(one)) < 0) {
+				/* overflow only */
+			}
+		}
+	}
+	from->ids--;
+	to->ids++;
+	if (id->sync)
+		old_sync = cid->channel;
+	id->chan = to;
+	id->sync = sync;
+	cid->channel = channel;
+	pthread_mutex_unlock(&cma_lock);
+	if (old_sync)
+		rdma_destroy_event_channel(old_sync);
+	return 0;
+}

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uroce's librdmacm.so.1: the objects behind the rdma-core v44 RDMA CM ABI (Debian 12).
+ *
+ * What the kernel's rdma_cm and ib_cm do for rdma-core, this library does in the process:
+ * - cma_id wraps the public struct rdma_cm_id; cma_chan wraps struct rdma_event_channel (an
+ *   eventfd in semaphore mode counts the queued events, so the fd polls readable while events
+ *   wait and a blocking read is rdma_get_cm_event's wait).
+ * - One CM agent per device (cma_dev): the shared ibv_context of our libibverbs, QP1 with its
+ *   receive and send buffers, and the sans-I/O IB CM engine (src/cm/ibcm.h).
+ * - One CM thread per process plays the kernel: it waits on every agent's completion channel,
+ *   a wake-up eventfd and the CM engines' next deadline, feeds received MADs and the time to the
+ *   engines, and turns their events into rdma_cm events on the ids' channels.
+ *
+ * Locking: one mutex (cma_lock) guards every id, channel queue, agent and CM engine. The API
+ * takes it around its work; the CM thread takes it per round. Verbs calls made under it (post
+ * on QP1, modify QP) take the device context's lock inside it, never the other way round; the
+ * progress threads of libibverbs never take cma_lock.
+ *
+ * Errors: internal functions return 0 or a negative errno; the exported calls return -1 with
+ * errno set (or NULL), as rdma-core does.
+ */
+#ifndef UROCE_RDMACM_RDMACM_H
+#define UROCE_RDMACM_RDMACM_H
+
+#include <infiniband/verbs.h>
+#include <pthread.h>
+#include <rdma/rdma_cma.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cm/ibcm.h"
+
+#define cma_container_of(ptr, type, member) \
+	((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+
+/* An event handed out by rdma_get_cm_event; private data lives here until the ack. */
+struct cma_event {
+	struct rdma_cm_event ev;
+	struct cma_event *next;
+	struct cma_id *owner; /* the id whose event count this is (ev.id) */
+	uint8_t pdata[UROCE_CM_RTU_PRIV_LEN];
+};
+
+struct cma_chan {
+	struct rdma_event_channel ch; /* ch.fd: eventfd (EFD_SEMAPHORE) */
+	struct cma_event *head, *tail;
+	unsigned ids; /* ids using it: destroy fails with EBUSY while > 0 */
+};
+
+enum cma_state {
+	CMA_IDLE,
+	CMA_ADDR_BOUND,
+	CMA_ADDR_RESOLVED,
+	CMA_ROUTE_RESOLVED,
+	CMA_CONNECT, /* REQ sent, or REQ received and not yet established */
+	CMA_ESTABLISHED,
+	CMA_DISCONNECT, /* DISCONNECTED reported or disconnect requested */
+	CMA_LISTEN,
+};
+
+struct cma_dev {
+	struct ibv_context *verbs; /* shared by every id on the device */
+	char name[64];
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *cch;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp1;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	struct ibv_ah **send_ah; /* per send slot, NULL when free */
+	struct uroce_ibcm *cm;
+	struct ibv_device_attr attr;
+	uint8_t active_mtu;
+	uint64_t node_guid; /* host order */
+	bool gsi_ready;
+};
+
+struct cma_id {
+	struct rdma_cm_id id;
+	struct cma_chan *chan;
+	bool sync; /* created without a channel: calls wait for their own events */
+	enum cma_state state;
+	struct cma_dev *dev;
+	struct uroce_ibcm_conn *conn;
+	struct cma_id *listener; /* a passive id: the listen id it came from */
+	struct cma_id *next_listen;
+	int backlog, pending;	 /* listen ids: CONNECT_REQUESTs not yet accepted/rejected */
+	bool counted;		 /* a passive id counted in its listener's pending */
+	/* Path (ROUTE_RESOLVED or from the REQ). */
+	int gid_index;
+	int gid_type; /* IBV_GID_TYPE_ROCE_V1 / _V2 */
+	uint8_t sgid[16], dgid[16];
+	uint8_t hop_limit, tos, ack_timeout, mtu;
+	bool tos_set, ack_timeout_set, reuseaddr, afonly;
+	struct ibv_sa_path_rec path;
+	/* Connection parameters, as the kernel's cm_id keeps them. */
+	uint32_t local_psn, remote_psn, remote_qpn, qkey;
+	uint8_t responder_resources, initiator_depth, retry_count, rnr_retry_count;
+	/* Event accounting: destroy waits until every event handed out is acked. */
+	unsigned events_reported, events_acked;
+	pthread_cond_t acked;
+	bool destroying;
+	/* rdma_create_ep on a passive endpoint: what rdma_get_request creates for each id. */
+	struct ibv_qp_init_attr *ep_qp_init;
+	struct ibv_pd *ep_pd;
+	bool own_cqs; /* send/recv CQs and channels made by rdma_create_qp */
+};
+
+extern pthread_mutex_t cma_lock;
+
+/* Open every device once (shared contexts) and start the CM thread. 0 or -ENODEV, -errno. */
+int cma_init(void);
+/* The agents, one per device. */
+int cma_ndevs(void);
+struct cma_dev *cma_devs(int i);
+struct cma_dev *cma_dev_of_verbs(struct ibv_context *verbs);
+/* Wake the CM thread (new deadline). */
+void cma_kick(void);
+uint64_t cma_now(void);
+/* Publish which service IDs this process listens on (every device). Lock held. */
+int cma_steer_update(void);
+/* The CM timing of this process: environment UROCE_CM_TIMEOUT_MS / UROCE_CM_RETRIES, else the
+ * kernel's values for RoCE. */
+void cma_timing(struct uroce_ibcm_timing *t);
+
+/* Queue an event for id on its channel (lock held). pdata may be NULL. Returns 0 or -ENOMEM. */
+int cma_event_post(struct cma_id *id, struct cma_id *listen, enum rdma_cm_event_type type,
+		   int status, const void *pdata, size_t len, struct cma_event **out);
+/* Remove the queued (not yet handed out) events of id from its channel (lock held). */
+void cma_event_forget(struct cma_id *id);
+/* Synchronous ids: wait for the next event of id's private channel and keep it in id->event
+ * (acking the previous one). Returns 0, or -errno from the event's status / the wait. */
+int cma_sync_wait(struct cma_id *id);
+
+/* The IB CM engine's event handler (cm.c). */
+void cma_on_ibcm_event(void *arg, const struct uroce_ibcm_event *ev);
+
+/* Move id->qp through INIT -> RTR -> RTS with the connection's attributes (lock held). */
+int cma_qp_to_rts(struct cma_id *id);
+int cma_qp_to_err(struct cma_id *id);
+int cma_init_qp_attr(struct cma_id *id, struct ibv_qp_attr *a, int *mask);
+
+/* id.c */
+struct cma_id *cma_all_ids(void); /* every live id, linked by next_listen (lock held) */
+int cma_id_new_passive(struct cma_id *listen, struct cma_id **out);
+void cma_fill_path(struct cma_id *id);
+/* rdma_create_id with the QP type rdma_create_ep asks for. */
+int cma_create_id_qpt(struct rdma_event_channel *channel, struct rdma_cm_id **id, void *context,
+		      enum rdma_port_space ps, enum ibv_qp_type qpt);
+
+/* addr.c: bind the id to the device holding src (NULL: any); fill gid_index for the RoCE
+ * version. */
+int cma_addr_bind(struct cma_id *id, const struct sockaddr *src);
+
+static inline struct cma_id *cma_id_of(struct rdma_cm_id *id)
+{
+	return cma_container_of(id, struct cma_id, id);
+}
+
+static inline int cma_err(int neg)
+{
+	if (neg < 0) {
+		errno = -neg;
+		return -1;
+	}
+	return 0;
+}
+
+#endif
