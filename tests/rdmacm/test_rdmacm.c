@@ -1,0 +1,588 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uroce's librdmacm.so.1 through rdma-core's API (Debian's <rdma/rdma_cma.h>), client and server
+ * in this process on 127.0.0.1 (the uroce_lo device; run in a network namespace of its own by
+ * in_netns.sh when root):
+ * - connect / accept / ESTABLISHED with private data both ways, a SEND and an RDMA WRITE over
+ *   the connected QPs, disconnect (DISCONNECTED on both sides);
+ * - rdma_reject with private data: REJECTED, status 28 (consumer defined), the data intact;
+ * - a port nobody listens on: REJECTED, status 8 (invalid service ID), quickly;
+ * - 100 connections opened and closed: no fd, id or connection left behind;
+ * - synchronous ids: rdma_create_ep, rdma_get_request, rdma_accept, rdma_connect in two threads;
+ * - UD (RDMA_PS_UDP): SIDR, ESTABLISHED with the peer's QPN, Q_Key and AH, one datagram;
+ * - the channel fd: non-blocking read gives EAGAIN, poll reports an event; rdma_migrate_id;
+ * - bad input: wrong states, oversized private data, unknown options.
+ * Every wait is a bounded poll on the channel fd.
+ */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <infiniband/verbs.h>
+#include <poll.h>
+#include <pthread.h>
+#include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+
+#define WAIT_MS 10000
+
+static const char *ip4 = "127.0.0.1";
+static uint16_t next_port = 20000;
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static struct sockaddr_in sin4(uint16_t port)
+{
+	struct sockaddr_in s = {.sin_family = AF_INET, .sin_port = htons(port)};
+
+	inet_pton(AF_INET, ip4, &s.sin_addr);
+	return s;
+}
+
+/* The next event on ch, within WAIT_MS; NULL on timeout. */
+static struct rdma_cm_event *get_event(struct rdma_event_channel *ch)
+{
+	struct pollfd p = {.fd = ch->fd, .events = POLLIN};
+	struct rdma_cm_event *ev;
+
+	if (poll(&p, 1, WAIT_MS) != 1)
+		return NULL;
+	if (rdma_get_cm_event(ch, &ev))
+		return NULL;
+	return ev;
+}
+
+/* Expect an event of type on ch; returns it (to ack) or NULL after a failed check. */
+static struct rdma_cm_event *expect(struct rdma_event_channel *ch, enum rdma_cm_event_type type)
+{
+	struct rdma_cm_event *ev = get_event(ch);
+
+	CHECKF(ev != NULL, "no event (waiting for %s)", rdma_event_str(type));
+	if (!ev)
+		return NULL;
+	CHECKF(ev->event == type, "got %s (status %d), expected %s", rdma_event_str(ev->event),
+	       ev->status, rdma_event_str(type));
+	if (ev->event != type) {
+		rdma_ack_cm_event(ev);
+		return NULL;
+	}
+	return ev;
+}
+
+static void expect_ack(struct rdma_event_channel *ch, enum rdma_cm_event_type type)
+{
+	struct rdma_cm_event *ev = expect(ch, type);
+
+	if (ev)
+		rdma_ack_cm_event(ev);
+}
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)) != NULL)
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* A QP with its own CQ on id (rdma_create_qp with the id's device's default PD). */
+static void make_qp(struct rdma_cm_id *id, enum ibv_qp_type t)
+{
+	struct ibv_qp_init_attr a = {0};
+
+	a.qp_type = t;
+	a.cap.max_send_wr = 16;
+	a.cap.max_recv_wr = 16;
+	a.cap.max_send_sge = 1;
+	a.cap.max_recv_sge = 1;
+	a.sq_sig_all = 1;
+	CHECKF(rdma_create_qp(id, NULL, &a) == 0, "rdma_create_qp: %s", strerror(errno));
+}
+
+static int poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	uint64_t end = now_ms() + WAIT_MS;
+	int n;
+
+	while ((n = ibv_poll_cq(cq, 1, wc)) == 0 && now_ms() < end)
+		;
+	return n;
+}
+
+/* Listener + client + server ids connected over RC; returns 0 when ESTABLISHED on both. */
+struct pair {
+	struct rdma_event_channel *sch, *cch;
+	struct rdma_cm_id *listen, *srv, *cli;
+	uint16_t port;
+};
+
+static int pair_connect(struct pair *p, bool qps, const char *req_pd, const char *rep_pd)
+{
+	struct sockaddr_in a;
+	struct rdma_conn_param cp = {0};
+	struct rdma_cm_event *ev;
+	int ok = 0;
+
+	memset(p, 0, sizeof(*p));
+	p->port = next_port++;
+	a = sin4(p->port);
+	p->sch = rdma_create_event_channel();
+	p->cch = rdma_create_event_channel();
+	CHECK(p->sch && p->cch);
+	if (!p->sch || !p->cch)
+		return -1;
+	CHECK(rdma_create_id(p->sch, &p->listen, NULL, RDMA_PS_TCP) == 0);
+	CHECK(rdma_bind_addr(p->listen, (struct sockaddr *)&a) == 0);
+	CHECK(rdma_listen(p->listen, 8) == 0);
+	CHECK(ntohs(rdma_get_src_port(p->listen)) == p->port);
+	CHECK(rdma_create_id(p->cch, &p->cli, (void *)p, RDMA_PS_TCP) == 0);
+	CHECK(rdma_resolve_addr(p->cli, NULL, (struct sockaddr *)&a, 2000) == 0);
+	expect_ack(p->cch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	CHECK(p->cli->verbs != NULL && p->cli->port_num == 1);
+	CHECK(rdma_resolve_route(p->cli, 2000) == 0);
+	expect_ack(p->cch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	CHECK(p->cli->route.num_paths == 1 && p->cli->route.path_rec != NULL);
+	if (qps)
+		make_qp(p->cli, IBV_QPT_RC);
+	cp.responder_resources = 1;
+	cp.initiator_depth = 1;
+	cp.retry_count = 7;
+	cp.rnr_retry_count = 7;
+	cp.private_data = req_pd;
+	cp.private_data_len = req_pd ? (uint8_t)(strlen(req_pd) + 1) : 0;
+	CHECKF(rdma_connect(p->cli, &cp) == 0, "rdma_connect: %s", strerror(errno));
+
+	ev = expect(p->sch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	if (!ev)
+		return -1;
+	p->srv = ev->id;
+	CHECK(ev->listen_id == p->listen);
+	CHECK(p->srv->verbs == p->cli->verbs); /* one shared context per device */
+	CHECK(ntohs(rdma_get_src_port(p->srv)) == p->port);
+	CHECK(rdma_get_dst_port(p->srv) == rdma_get_src_port(p->cli));
+	CHECK(ev->param.conn.responder_resources == 1 && ev->param.conn.initiator_depth == 1);
+	if (req_pd)
+		CHECK(ev->param.conn.private_data_len >= strlen(req_pd) + 1 &&
+		      !memcmp(ev->param.conn.private_data, req_pd, strlen(req_pd) + 1));
+	rdma_ack_cm_event(ev);
+	if (qps)
+		make_qp(p->srv, IBV_QPT_RC);
+	memset(&cp, 0, sizeof(cp));
+	cp.responder_resources = 1;
+	cp.initiator_depth = 1;
+	cp.rnr_retry_count = 7;
+	cp.private_data = rep_pd;
+	cp.private_data_len = rep_pd ? (uint8_t)(strlen(rep_pd) + 1) : 0;
+	CHECKF(rdma_accept(p->srv, &cp) == 0, "rdma_accept: %s", strerror(errno));
+	ev = expect(p->cch, RDMA_CM_EVENT_ESTABLISHED);
+	if (ev) {
+		ok++;
+		if (rep_pd)
+			CHECK(!memcmp(ev->param.conn.private_data, rep_pd, strlen(rep_pd) + 1));
+		rdma_ack_cm_event(ev);
+	}
+	ev = expect(p->sch, RDMA_CM_EVENT_ESTABLISHED);
+	if (ev) {
+		ok++;
+		CHECK(ev->id == p->srv);
+		rdma_ack_cm_event(ev);
+	}
+	return ok == 2 ? 0 : -1;
+}
+
+static void pair_close(struct pair *p)
+{
+	if (p->cli)
+		CHECK(rdma_disconnect(p->cli) == 0);
+	if (p->cli)
+		expect_ack(p->cch, RDMA_CM_EVENT_DISCONNECTED);
+	if (p->srv) {
+		expect_ack(p->sch, RDMA_CM_EVENT_DISCONNECTED);
+		CHECK(rdma_disconnect(p->srv) == 0);
+	}
+	if (p->srv) {
+		rdma_destroy_qp(p->srv);
+		CHECK(rdma_destroy_id(p->srv) == 0);
+	}
+	if (p->cli) {
+		rdma_destroy_qp(p->cli);
+		CHECK(rdma_destroy_id(p->cli) == 0);
+	}
+	if (p->listen)
+		CHECK(rdma_destroy_id(p->listen) == 0);
+	rdma_destroy_event_channel(p->sch);
+	rdma_destroy_event_channel(p->cch);
+}
+
+static void test_connect_data(void)
+{
+	struct pair p;
+	char buf_s[64] = {0}, buf_c[64] = "hello over uroce rdma_cm", wbuf[32] = {0};
+	struct ibv_mr *mr_s, *mr_c, *mr_w;
+	struct ibv_wc wc;
+
+	if (pair_connect(&p, true, "request-data", "reply-data")) {
+		pair_close(&p);
+		return;
+	}
+	/* SEND client -> server, and an RDMA WRITE into the server's wbuf. */
+	mr_s = rdma_reg_msgs(p.srv, buf_s, sizeof(buf_s));
+	mr_c = rdma_reg_msgs(p.cli, buf_c, sizeof(buf_c));
+	mr_w = ibv_reg_mr(p.srv->qp->pd, wbuf, sizeof(wbuf),
+			  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	CHECK(mr_s && mr_c && mr_w);
+	CHECK(rdma_post_recv(p.srv, NULL, buf_s, sizeof(buf_s), mr_s) == 0);
+	CHECK(rdma_post_send(p.cli, NULL, buf_c, sizeof(buf_c), mr_c, 0) == 0);
+	CHECK(poll_one(p.cli->send_cq, &wc) == 1 && wc.status == IBV_WC_SUCCESS);
+	CHECK(poll_one(p.srv->recv_cq, &wc) == 1 && wc.status == IBV_WC_SUCCESS);
+	CHECK(!strcmp(buf_s, buf_c));
+	CHECK(rdma_post_write(p.cli, NULL, buf_c, 16, mr_c, 0, (uintptr_t)wbuf, mr_w->rkey) == 0);
+	CHECK(poll_one(p.cli->send_cq, &wc) == 1 && wc.status == IBV_WC_SUCCESS);
+	CHECK(!memcmp(wbuf, buf_c, 16));
+	rdma_dereg_mr(mr_s);
+	rdma_dereg_mr(mr_c);
+	ibv_dereg_mr(mr_w);
+	pair_close(&p);
+}
+
+static void test_reject(void)
+{
+	struct rdma_event_channel *sch = rdma_create_event_channel(),
+				  *cch = rdma_create_event_channel();
+	struct rdma_cm_id *l, *c;
+	struct sockaddr_in a = sin4(next_port++);
+	struct rdma_conn_param cp = {.retry_count = 7};
+	struct rdma_cm_event *ev;
+	static const char why[] = "go away: server full";
+
+	CHECK(rdma_create_id(sch, &l, NULL, RDMA_PS_TCP) == 0);
+	CHECK(rdma_bind_addr(l, (struct sockaddr *)&a) == 0);
+	CHECK(rdma_listen(l, 4) == 0);
+	CHECK(rdma_create_id(cch, &c, NULL, RDMA_PS_TCP) == 0);
+	CHECK(rdma_resolve_addr(c, NULL, (struct sockaddr *)&a, 2000) == 0);
+	expect_ack(cch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	CHECK(rdma_resolve_route(c, 2000) == 0);
+	expect_ack(cch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	make_qp(c, IBV_QPT_RC);
+	CHECK(rdma_connect(c, &cp) == 0);
+	ev = expect(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	if (ev) {
+		struct rdma_cm_id *s = ev->id;
+
+		rdma_ack_cm_event(ev);
+		/* Too much private data for a REJ is refused. */
+		{
+			char big[200] = {0};
+
+			CHECK(rdma_reject(s, big, sizeof(big)) == -1 && errno == EINVAL);
+		}
+		CHECK(rdma_reject(s, why, sizeof(why)) == 0);
+		ev = expect(cch, RDMA_CM_EVENT_REJECTED);
+		if (ev) {
+			CHECKF(ev->status == 28, "status %d", ev->status);
+			CHECK(ev->param.conn.private_data_len >= sizeof(why) &&
+			      !memcmp(ev->param.conn.private_data, why, sizeof(why)));
+			rdma_ack_cm_event(ev);
+		}
+		CHECK(rdma_destroy_id(s) == 0);
+	}
+	rdma_destroy_qp(c);
+	CHECK(rdma_destroy_id(c) == 0);
+	CHECK(rdma_destroy_id(l) == 0);
+	rdma_destroy_event_channel(sch);
+	rdma_destroy_event_channel(cch);
+}
+
+static void test_no_listener(void)
+{
+	struct rdma_event_channel *cch = rdma_create_event_channel();
+	struct rdma_cm_id *c;
+	struct sockaddr_in a = sin4(next_port++);
+	struct rdma_conn_param cp = {.retry_count = 7};
+	struct rdma_cm_event *ev;
+	uint64_t t0;
+
+	CHECK(rdma_create_id(cch, &c, NULL, RDMA_PS_TCP) == 0);
+	CHECK(rdma_resolve_addr(c, NULL, (struct sockaddr *)&a, 2000) == 0);
+	expect_ack(cch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	CHECK(rdma_resolve_route(c, 2000) == 0);
+	expect_ack(cch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	make_qp(c, IBV_QPT_RC);
+	t0 = now_ms();
+	CHECK(rdma_connect(c, &cp) == 0);
+	ev = expect(cch, RDMA_CM_EVENT_REJECTED);
+	if (ev) {
+		CHECKF(ev->status == 8, "status %d", ev->status);
+		rdma_ack_cm_event(ev);
+	}
+	CHECKF(now_ms() - t0 < 1000, "REJ took %llu ms", (unsigned long long)(now_ms() - t0));
+	rdma_destroy_qp(c);
+	CHECK(rdma_destroy_id(c) == 0);
+	rdma_destroy_event_channel(cch);
+}
+
+static void test_loop(int n)
+{
+	int fds0 = -1;
+
+	for (int i = 0; i < n; i++) {
+		struct pair p;
+
+		pair_connect(&p, true, NULL, NULL);
+		pair_close(&p);
+		if (i == 1)
+			fds0 = count_fds(); /* after the first rounds opened the devices */
+		if (check_failures)
+			break;
+	}
+	CHECKF(count_fds() == fds0, "fds: %d after, %d before", count_fds(), fds0);
+}
+
+/* ---- synchronous ids (rdma_server / rdma_client style) ------------------------------------ */
+
+static uint16_t sync_port;
+static pthread_mutex_t sync_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t sync_cond = PTHREAD_COND_INITIALIZER;
+static bool sync_listening;
+
+static void *sync_server(void *arg)
+{
+	struct rdma_addrinfo hints = {0}, *res;
+	struct ibv_qp_init_attr attr = {0};
+	struct rdma_cm_id *l, *id;
+	char port[8], buf[32] = {0};
+	struct ibv_mr *mr;
+	struct ibv_wc wc;
+
+	(void)arg;
+	snprintf(port, sizeof(port), "%u", sync_port);
+	hints.ai_flags = RAI_PASSIVE;
+	hints.ai_port_space = RDMA_PS_TCP;
+	CHECK(rdma_getaddrinfo(ip4, port, &hints, &res) == 0);
+	attr.cap.max_send_wr = attr.cap.max_recv_wr = 4;
+	attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;
+	attr.sq_sig_all = 1;
+	CHECK(rdma_create_ep(&l, res, NULL, &attr) == 0);
+	rdma_freeaddrinfo(res);
+	CHECK(rdma_listen(l, 0) == 0);
+	pthread_mutex_lock(&sync_lock);
+	sync_listening = true;
+	pthread_cond_signal(&sync_cond);
+	pthread_mutex_unlock(&sync_lock);
+	CHECK(rdma_get_request(l, &id) == 0);
+	CHECK(id->event && id->event->event == RDMA_CM_EVENT_CONNECT_REQUEST);
+	CHECK(id->qp != NULL);
+	mr = rdma_reg_msgs(id, buf, sizeof(buf));
+	CHECK(rdma_post_recv(id, NULL, buf, sizeof(buf), mr) == 0);
+	CHECK(rdma_accept(id, NULL) == 0);
+	CHECK(rdma_get_recv_comp(id, &wc) == 1 && wc.status == IBV_WC_SUCCESS);
+	CHECK(!strcmp(buf, "sync hello"));
+	rdma_disconnect(id);
+	rdma_dereg_mr(mr);
+	rdma_destroy_ep(id);
+	rdma_destroy_ep(l);
+	return NULL;
+}
+
+static void test_sync(void)
+{
+	struct rdma_addrinfo hints = {0}, *res;
+	struct ibv_qp_init_attr attr = {0};
+	struct rdma_cm_id *id;
+	char port[8], buf[32] = "sync hello";
+	struct ibv_mr *mr;
+	struct ibv_wc wc;
+	pthread_t t;
+	int r;
+
+	sync_port = next_port++;
+	pthread_create(&t, NULL, sync_server, NULL);
+	snprintf(port, sizeof(port), "%u", sync_port);
+	hints.ai_port_space = RDMA_PS_TCP;
+	CHECK(rdma_getaddrinfo(ip4, port, &hints, &res) == 0);
+	attr.cap.max_send_wr = attr.cap.max_recv_wr = 4;
+	attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;
+	attr.sq_sig_all = 1;
+	CHECK(rdma_create_ep(&id, res, NULL, &attr) == 0);
+	rdma_freeaddrinfo(res);
+	pthread_mutex_lock(&sync_lock);
+	while (!sync_listening)
+		pthread_cond_wait(&sync_cond, &sync_lock);
+	pthread_mutex_unlock(&sync_lock);
+	r = rdma_connect(id, NULL);
+	CHECKF(r == 0, "rdma_connect: %s", strerror(errno));
+	mr = rdma_reg_msgs(id, buf, sizeof(buf));
+	CHECK(rdma_post_send(id, NULL, buf, sizeof(buf), mr, 0) == 0);
+	CHECK(rdma_get_send_comp(id, &wc) == 1 && wc.status == IBV_WC_SUCCESS);
+	pthread_join(t, NULL);
+	rdma_disconnect(id);
+	rdma_dereg_mr(mr);
+	rdma_destroy_ep(id);
+}
+
+/* ---- UD ------------------------------------------------------------------------------------ */
+
+static void test_ud(void)
+{
+	struct rdma_event_channel *sch = rdma_create_event_channel(),
+				  *cch = rdma_create_event_channel();
+	struct rdma_cm_id *l, *c, *s = NULL;
+	struct sockaddr_in a = sin4(next_port++);
+	struct rdma_conn_param cp = {0};
+	struct rdma_cm_event *ev;
+	uint32_t qpn = 0, qkey = 0;
+	struct ibv_ah_attr ah;
+
+	CHECK(rdma_create_id(sch, &l, NULL, RDMA_PS_UDP) == 0);
+	CHECK(rdma_bind_addr(l, (struct sockaddr *)&a) == 0);
+	CHECK(rdma_listen(l, 4) == 0);
+	CHECK(rdma_create_id(cch, &c, NULL, RDMA_PS_UDP) == 0);
+	CHECK(rdma_resolve_addr(c, NULL, (struct sockaddr *)&a, 2000) == 0);
+	expect_ack(cch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	CHECK(rdma_resolve_route(c, 2000) == 0);
+	expect_ack(cch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	make_qp(c, IBV_QPT_UD);
+	CHECK(c->qp && c->qp->state == IBV_QPS_RTS);
+	CHECK(rdma_connect(c, &cp) == 0);
+	ev = expect(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	if (ev) {
+		s = ev->id;
+		rdma_ack_cm_event(ev);
+		make_qp(s, IBV_QPT_UD);
+		CHECK(rdma_accept(s, NULL) == 0);
+	}
+	ev = expect(cch, RDMA_CM_EVENT_ESTABLISHED);
+	if (ev) {
+		qpn = ev->param.ud.qp_num;
+		qkey = ev->param.ud.qkey;
+		ah = ev->param.ud.ah_attr;
+		rdma_ack_cm_event(ev);
+		CHECK(s && qpn == s->qp->qp_num);
+		CHECK(qkey == RDMA_UDP_QKEY);
+		CHECK(ah.is_global == 1);
+	}
+	if (s && qpn) {
+		char rbuf[40 + 32] = {0}, sbuf[32] = "datagram";
+		struct ibv_mr *rmr = rdma_reg_msgs(s, rbuf, sizeof(rbuf)),
+			      *smr = rdma_reg_msgs(c, sbuf, sizeof(sbuf));
+		struct ibv_ah *h = ibv_create_ah(c->qp->pd, &ah);
+		struct ibv_sge sge = {(uintptr_t)sbuf, sizeof(sbuf), smr->lkey};
+		struct ibv_send_wr wr = {0}, *bad;
+		struct ibv_wc wc;
+
+		CHECK(h != NULL);
+		CHECK(rdma_post_recv(s, NULL, rbuf, sizeof(rbuf), rmr) == 0);
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		wr.opcode = IBV_WR_SEND;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		wr.wr.ud.ah = h;
+		wr.wr.ud.remote_qpn = qpn;
+		wr.wr.ud.remote_qkey = qkey;
+		CHECK(ibv_post_send(c->qp, &wr, &bad) == 0);
+		CHECK(poll_one(c->send_cq, &wc) == 1 && wc.status == IBV_WC_SUCCESS);
+		CHECK(poll_one(s->recv_cq, &wc) == 1 && wc.status == IBV_WC_SUCCESS);
+		CHECK(!strcmp(rbuf + 40, "datagram"));
+		ibv_destroy_ah(h);
+		rdma_dereg_mr(rmr);
+		rdma_dereg_mr(smr);
+	}
+	if (s) {
+		rdma_destroy_qp(s);
+		rdma_destroy_id(s);
+	}
+	rdma_destroy_qp(c);
+	CHECK(rdma_destroy_id(c) == 0);
+	CHECK(rdma_destroy_id(l) == 0);
+	rdma_destroy_event_channel(sch);
+	rdma_destroy_event_channel(cch);
+}
+
+/* ---- channels, migrate, bad input ------------------------------------------------------- */
+
+static void test_channel_and_errors(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel(), *ch2 = rdma_create_event_channel();
+	struct rdma_cm_id *id;
+	struct rdma_cm_event *ev;
+	struct sockaddr_in a = sin4(next_port++);
+	uint8_t tos = 32;
+	int one = 1;
+
+	CHECK(ch && ch2);
+	fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK);
+	CHECK(rdma_get_cm_event(ch, &ev) == -1 && errno == EAGAIN);
+	CHECK(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0);
+	CHECK(rdma_create_id(ch, NULL, NULL, RDMA_PS_TCP) == -1 && errno == EINVAL);
+	CHECK(rdma_create_id(ch, &(struct rdma_cm_id *){NULL}, NULL, (enum rdma_port_space)77) == -1 &&
+	      errno == EINVAL);
+	/* Wrong states. */
+	CHECK(rdma_resolve_route(id, 100) == -1 && errno == EINVAL);
+	CHECK(rdma_connect(id, &(struct rdma_conn_param){0}) == -1 && errno == EINVAL);
+	CHECK(rdma_accept(id, NULL) == -1 && errno == EINVAL);
+	CHECK(rdma_disconnect(id) == -1 && errno == EINVAL);
+	/* Options. */
+	CHECK(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, sizeof(tos)) == 0);
+	CHECK(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, 4) == -1 &&
+	      errno == EINVAL);
+	CHECK(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, &one, sizeof(one)) == 0);
+	CHECK(rdma_set_option(id, RDMA_OPTION_ID, 99, &one, sizeof(one)) == -1);
+	/* An address no device holds. */
+	{
+		struct sockaddr_in bad = {.sin_family = AF_INET, .sin_port = htons(1)};
+
+		inet_pton(AF_INET, "198.18.99.99", &bad.sin_addr);
+		CHECK(rdma_bind_addr(id, (struct sockaddr *)&bad) == -1 && errno == EADDRNOTAVAIL);
+	}
+	/* Resolve, then the event is on ch: poll says so; migrate it to ch2 before reading. */
+	CHECK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 2000) == 0);
+	{
+		struct pollfd p = {.fd = ch->fd, .events = POLLIN};
+
+		CHECK(poll(&p, 1, WAIT_MS) == 1);
+	}
+	CHECK(rdma_migrate_id(id, ch2) == 0);
+	CHECK(id->channel == ch2);
+	CHECK(rdma_get_cm_event(ch, &ev) == -1 && errno == EAGAIN);
+	expect_ack(ch2, RDMA_CM_EVENT_ADDR_RESOLVED);
+	CHECK(rdma_destroy_id(id) == 0);
+	rdma_destroy_event_channel(ch);
+	rdma_destroy_event_channel(ch2);
+	CHECK(strcmp(rdma_event_str(RDMA_CM_EVENT_ESTABLISHED), "RDMA_CM_EVENT_ESTABLISHED") == 0);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1)
+		ip4 = argv[1];
+	next_port = (uint16_t)(20000 + (getpid() % 20000));
+	test_channel_and_errors();
+	test_connect_data();
+	test_reject();
+	test_no_listener();
+	test_ud();
+	test_sync();
+	test_loop(100);
+	return check_exit();
+}
