@@ -31,6 +31,13 @@ struct uroce_route {
  * (unspecified or multicast dst, src family differing from dst); -ENETUNREACH, -EHOSTUNREACH
  * (no route, unreachable or prohibit route); -EADDRNOTAVAIL (src is not local); or a netlink
  * errno.
+ *
+ * Details: a v4-mapped IPv6 dst or src (::ffff:a.b.c.d) is IPv4, and out->src is then AF_INET.
+ * An unspecified src (0.0.0.0, ::) is the same as NULL. An IPv6 link-local dst without a scope id
+ * takes the scope id of a link-local src, else is -EINVAL (which link?); a link-local out->src
+ * carries out->ifindex as its scope id. A blackhole route is -EHOSTUNREACH like a prohibit one.
+ * For a local destination, src is the destination itself (when no src is given), and mtu and
+ * hop_limit are those of the interface that holds it.
  */
 int uroce_route_lookup(const struct sockaddr *dst, const struct sockaddr *src,
 		       struct uroce_route *out);
