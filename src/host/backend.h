@@ -97,6 +97,7 @@ struct uroce_rx_desc {
 	X(RX_DROP_MALFORMED, "io_rx_drop_malformed") /* too short, truncated, not decodable */ \
 	X(RX_DROP_ICRC, "io_rx_drop_icrc") /* bad ICRC (IPv4 over UDP: no ID solves it) */     \
 	X(RX_DROP_NOT_FOR_US, "io_rx_drop_not_for_us") /* other host's frame, own echo */      \
+	X(RX_DROP_VERSION, "io_rx_drop_roce_version") /* a RoCE version the device lacks */    \
 	X(RX_IPID_SOLVED, "io_rx_ipid_solved")	       /* IPv4 ID recovered non-zero */        \
 	X(FAULT_LOST, "fault_lost")                                                            \
 	X(FAULT_DUP, "fault_dup")                                                              \

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* An opened device: engine, GID table, backends and the progress thread (see ctx.h). */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
 #include <netinet/in.h>
@@ -20,6 +21,9 @@
 #include "host/rundir.h"
 #include "host/share.h"
 #include "host/stats.h"
+#include "wire/bytes.h"
+#include "wire/mad.h"
+#include "wire/opcode.h"
 
 #define CTX_BURST     64
 #define CTX_NEIGH_MAX 64
@@ -49,6 +53,7 @@ struct uroce_ctx {
 	struct uroce_share_cfg share; /* the RoCE v2 sockets' groups (share.h) */
 	struct uroce_backend *v2; /* UDP: RoCE v2 */
 	struct uroce_backend *v1; /* AF_PACKET: RoCE v1 */
+	uint64_t version_reqs;	  /* RoCE v2 CM requests to a v1-only device (version_drop) */
 
 	struct uroce_gid_entry gids[UROCE_GID_TABLE_MAX];
 	int ngids;
@@ -226,6 +231,37 @@ static int gid_index(const struct uroce_ctx *c, const uint8_t gid[16], enum uroc
 	return -1;
 }
 
+/*
+ * A RoCE v2 packet reached a device that supports only RoCE v1 (its sockets listen on the
+ * RoCE v2 port for this purpose only): a counted drop, as on a v1-only NIC, which never sees it.
+ * A connection request among them is what a v2 client of a v1-only server sends: say so once
+ * per power of two, with the fix, because the client only sees a timeout.
+ */
+static void version_drop(struct uroce_ctx *c, struct uroce_backend *b, const struct uroce_rx_pkt *p)
+{
+	const uint8_t *d = p->data;
+	uint64_t n = ++b->cnt[UROCE_IO_RX_DROP_VERSION];
+	char from[INET6_ADDRSTRLEN] = "?";
+
+	/* BTH opcode UD SEND_ONLY to QP1, then DETH, then a CM MAD (class 7) with attribute REQ. */
+	if (p->len < 12 + 8 + UROCE_MAD_HDR_LEN || d[0] != UROCE_OP_UD_SEND_ONLY ||
+	    uroce_get_be24(d + 5) != UROCE_GSI_QPN || d[20 + 1] != UROCE_MGMT_CLASS_CM ||
+	    uroce_get_be16(d + 20 + 16) != UROCE_CM_ATTR_REQ)
+		return;
+	c->version_reqs++;
+	if (c->version_reqs & (c->version_reqs - 1))
+		return;
+	if (uroce_gid_is_v4(p->sgid))
+		inet_ntop(AF_INET, p->sgid + 12, from, sizeof(from));
+	else
+		inet_ntop(AF_INET6, p->sgid, from, sizeof(from));
+	fprintf(stderr,
+		"uroce: %s: ignored a RoCE v2 connection request from %s (%llu so far; %llu RoCE v2 "
+		"packets dropped): this device supports RoCE v1 only. Connect over RoCE v1: set the "
+		"client device's default RoCE mode with `uroce mode -d <device> -p 1 -m 1`\n",
+		c->def.name, from, (unsigned long long)c->version_reqs, (unsigned long long)n);
+}
+
 static void do_rx(struct uroce_ctx *c, struct uroce_backend *b, uint64_t now)
 {
 	if (!b)
@@ -242,7 +278,10 @@ static void do_rx(struct uroce_ctx *c, struct uroce_backend *b, uint64_t now)
 			if (idx < 0) {
 				/* Not an address (or RoCE version) of this device, like rxe's
 				 * rxe_match_dgid. */
-				b->cnt[UROCE_IO_RX_DROP_NOT_FOR_US]++;
+				if (p->encap != UROCE_ENCAP_V1 && !(c->def.roce & UROCE_ROCE_V2))
+					version_drop(c, b, p);
+				else
+					b->cnt[UROCE_IO_RX_DROP_NOT_FOR_US]++;
 				continue;
 			}
 			p->sgid_index = (uint8_t)idx;
@@ -453,15 +492,14 @@ static void rebind_v2(struct uroce_ctx *c)
 	uint8_t now[UROCE_BACKEND_MAX_ADDRS][16];
 	int n;
 
-	if (!(c->def.roce & UROCE_ROCE_V2))
-		return;
 	n = bindable_addrs(c, now);
 	if (n == c->nbound && memcmp(now, c->bound, (size_t)n * 16) == 0)
 		return;
 	if (c->v2)
 		uroce_backend_close(c->v2);
 	c->v2 = NULL;
-	if (open_v2(c, &c->v2, c->bound, &c->nbound, true))
+	if (open_v2(c, &c->v2, c->bound, &c->nbound, (c->def.roce & UROCE_ROCE_V2) != 0) &&
+	    (c->def.roce & UROCE_ROCE_V2))
 		fprintf(stderr, "uroce: %s: no RoCE v2 sockets until the next address change\n",
 			c->def.name);
 }
@@ -475,6 +513,10 @@ static int open_backends(struct uroce_ctx *c)
 		rc = open_v2(c, &c->v2, c->bound, &c->nbound, true);
 		if (rc)
 			return rc;
+	} else {
+		/* A v1-only device listens on the RoCE v2 port too, only to count and explain
+		 * the RoCE v2 requests it cannot serve (version_drop). Best effort. */
+		open_v2(c, &c->v2, c->bound, &c->nbound, false);
 	}
 	if (c->def.roce & UROCE_ROCE_V1) {
 		struct uroce_backend_cfg cfg = { .ifname = c->def.netdev, .err = err,
