@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# Unmodified rdmacm-utils (Debian's rping, ucmatose, udaddy, rdma_server/rdma_client) over uroce's
+# librdmacm.so.1 and libibverbs.so.1, each side under `uroce run --pcap`:
+#   utils.sh UROCE SCAPY_ICRC CASE
+# CASE is PROGRAM-ENCAP[-VARIANT]:
+#   PROGRAM rping, rping64k (-S 65536), ucmatose (-c 10), udaddy, rdmaserver;
+#   ENCAP   v2v4, v2v6 (two namespaces joined by veth), v1 (RoCE v1-only devices, two
+#           namespaces), lo (server and client in one namespace on one device: two processes
+#           share it, CM MADs steered between them).
+# Both captures are checked like the pingpongs' (pcap-check, tshark, scapy), and tshark must see
+# the CM exchange (REQ, REP, RTU; SIDR for udaddy) with valid ICRCs. Exits 0, 1 (fail) or 77
+# (skip: not root, no netns, rdmacm-utils missing).
+set -u -o pipefail
+
+UROCE=$1 SCAPY_ICRC=$2 CASE=$3
+# shellcheck source=../run/lib.sh
+. "$(dirname "$0")/../run/lib.sh"
+
+need_root_netns
+command -v rping >/dev/null || skip "rdmacm-utils is not installed"
+command -v tshark >/dev/null || fail "tshark is not installed: run scripts/setup"
+netns_setup
+
+PROG=${CASE%%-*}
+ENC=${CASE#*-}
+ENC=${ENC%%-*}
+# Short CM timeouts: nothing here should need a retry, and a failure must not take 100 s.
+export UROCE_CM_TIMEOUT_MS=500 UROCE_CM_RETRIES=4
+
+SRV=b CLI=a ADDR=$B4 CAPENC=$ENC
+case $ENC in
+v2v4) ;;
+v2v6) ADDR=$B6 ;;
+v1)
+	CAPENC=v1
+	ina "$UROCE" link add urv1_a0 netdev a0 roce v1 || fail "uroce link add urv1_a0"
+	inb "$UROCE" link add urv1_b0 netdev b0 roce v1 || fail "uroce link add urv1_b0"
+	;;
+lo)
+	# One namespace, one device (uroce_b0 on b0 and its address), two processes.
+	CLI=b CAPENC=v2v4
+	;;
+*) fail "unknown encapsulation '$ENC'" ;;
+esac
+in_srv() { in$SRV "$@"; }
+in_cli() { in$CLI "$@"; }
+RUNSRV=$RUNB
+PORT=7174
+
+# The server listens when its membership file claims the service ID (share.h): rdma_cm's port
+# space (TCP 0x0106, UDP 0x0111) << 16 | port.
+wait_cm_listen() { # PS PORT PID
+	local sid
+	sid=$(printf '0x%x' $((($1 << 16) | $2)))
+	for _ in $(seq 400); do
+		grep -rqsw -- "$sid" "$RUNSRV/share" && return 0
+		kill -0 "$3" 2>/dev/null || return 1
+		timeout 0.05 tail -f /dev/null
+	done
+	return 1
+}
+
+case $PROG in
+rping | rping64k)
+	size=()
+	[ "$PROG" = rping64k ] && size=(-S 65536)
+	srv=(rping -s -v -a "$ADDR" -p $PORT -C 100 "${size[@]}")
+	cli=(rping -c -v -a "$ADDR" -p $PORT -C 100 "${size[@]}")
+	ps=0x0106 want_lines=100
+	;;
+ucmatose)
+	srv=(ucmatose -c 10 -p $PORT)
+	cli=(ucmatose -s "$ADDR" -c 10 -p $PORT)
+	ps=0x0106 want_lines=0
+	;;
+udaddy)
+	srv=(udaddy -p $PORT)
+	cli=(udaddy -s "$ADDR" -p $PORT)
+	ps=0x0111 want_lines=0
+	;;
+rdmaserver)
+	srv=(rdma_server -s "$ADDR" -p $PORT)
+	cli=(rdma_client -s "$ADDR" -p $PORT)
+	ps=0x0106 want_lines=0
+	;;
+*) fail "unknown program '$PROG'" ;;
+esac
+
+in_srv timeout 120 "$UROCE" run --pcap "$T/srv.pcap" -- "${srv[@]}" >"$T/srv.out" 2>"$T/srv.err" &
+spid=$!
+wait_cm_listen $((ps)) $PORT $spid || {
+	cat "$T/srv.out" "$T/srv.err" >&2
+	fail "${srv[0]} server did not listen"
+}
+in_cli timeout 120 "$UROCE" run --pcap "$T/cli.pcap" -- "${cli[@]}" >"$T/cli.out" 2>"$T/cli.err"
+cst=$?
+[ "$cst" -eq 0 ] || kill "$spid" 2>/dev/null
+wait "$spid"
+sst=$?
+echo "--- server: ${srv[*]}: status $sst"
+tail -n 5 "$T/srv.out"
+cat "$T/srv.err"
+echo "--- client: ${cli[*]}: status $cst"
+tail -n 5 "$T/cli.out"
+cat "$T/cli.err"
+loader_clean "$T/srv.err" "${srv[0]} server"
+loader_clean "$T/cli.err" "${cli[0]} client"
+[ "$sst" -eq 0 ] || fail "server exited with $sst"
+[ "$cst" -eq 0 ] || fail "client exited with $cst"
+if [ "$want_lines" -gt 0 ]; then
+	n=$(grep -c '^ping data: rdma-ping-' "$T/cli.out")
+	[ "$n" -eq "$want_lines" ] || fail "rping client printed $n ping data lines, expected $want_lines"
+fi
+! grep -qiE 'error|fail' "$T/srv.out" "$T/cli.out" || fail "errors reported"
+
+# The captures: every frame a valid RoCE frame; tshark sees the CM exchange.
+for side in srv cli; do
+	echo "--- capture $side.pcap"
+	check_capture "$T/$side.pcap" "$CAPENC" 3 || exit 1
+	if [ "$ps" = 0x0111 ]; then
+		need="ServiceIDResReq ServiceIDResReqResp"
+	else
+		need="ConnectRequest ConnectReply ReadyToUse"
+	fi
+	seen=$(tshark -n -r "$T/$side.pcap" -Y infiniband.cm -T fields -e infiniband.mad.attributeid \
+		2>/dev/null | sort | uniq -c | tr '\n' ' ')
+	echo "CM attributes: $seen"
+	for a in $need; do
+		id=$(case $a in
+			ConnectRequest) echo 0x0010 ;; ConnectReply) echo 0x0013 ;;
+			ReadyToUse) echo 0x0014 ;; ServiceIDResReq) echo 0x0017 ;;
+			ServiceIDResReqResp) echo 0x0018 ;; esac)
+		echo "$seen" | grep -qi "$id" || fail "$side.pcap: no $a ($id) decoded by tshark"
+	done
+done
+echo PASS
