@@ -20,20 +20,28 @@
  *   docs/architecture.md). A reply within a transaction reuses the TID of the message it answers
  *   (REP and REJ the REQ's, MRA the MRAed message's, DREP the DREQ's, SIDR_REP the SIDR_REQ's).
  * - Timers: each message that expects an answer (REQ, REP, DREQ, SIDR_REQ) is resent after
- *   timing.timeout_ms, at most timing.max_retries times, then the error event is reported. An MRA
- *   received extends the wait of the MRAed message by its service timeout (4.096 us << t) plus
- *   timeout_ms. Time-wait lasts cfg.timewait_ms, then the connection's ID is free again.
+ *   timing.timeout_ms, at most timing.max_retries times, then the error event is reported
+ *   (max_retries + 1 transmissions, the error (max_retries + 1) * timeout_ms after the first). An
+ *   MRA received makes the wait for the MRAed message its service timeout (4.096 us << t) plus
+ *   timeout_ms, from the MRA on and for the resends left (core/cm.c ib_modify_mad; the resend
+ *   count is not reset). Time-wait lasts cfg.timewait_ms; after TIMEWAIT_EXIT the conn is IDLE
+ *   and its ID is free again once it is destroyed (a destroyed conn frees itself at the exit).
  * - Duplicates (core/cm.c cm_dup_req_handler, cm_dup_rep_handler): a REQ that repeats one being
  *   handled (same remote comm ID and remote CA GUID) resends the stored MRA or REP, or is
  *   dropped in REQ_RCVD; in TIMEWAIT it is answered with REJ STALE_CONN (10). A REQ from a
  *   (remote QPN, remote GID) that an established connection already uses, under a new comm ID,
- *   is rejected with STALE_CONN. A repeated REP resends the stored RTU (ESTABLISHED) or MRA. A
- *   repeated DREQ resends the DREP (TIMEWAIT). Every duplicate is counted.
+ *   is rejected with STALE_CONN, and the established one is sent a DREQ (core/cm.c cm_match_req;
+ *   its user hears of it through DREP_RECEIVED or DREQ_ERROR); a REP from such a QP likewise. A
+ *   repeated REP resends the stored RTU (ESTABLISHED) or MRA. A repeated DREQ resends the DREP
+ *   (TIMEWAIT). Every duplicate is counted.
+ * - Unknown comm IDs: a message for no connection is counted (RX_UNKNOWN_ID) and dropped, except
+ *   a DREQ, which is answered with a DREP (core/cm.c cm_issue_drep).
  * - Re-entrancy: the event callback may call any uroce_ibcm_* function except
  *   uroce_ibcm_destroy, including destroying the connection it is told about; a destroyed
  *   connection's memory is kept until the outermost uroce_ibcm_* call returns, and no event
  *   names it after the destroy.
- * - Nothing here allocates per MAD; a connection is one allocation (malloc) at REQ time.
+ * - Nothing here allocates per MAD; a connection is one allocation (malloc) at REQ time (and the
+ *   lookup tables and timer heap double when there are more conns than slots).
  * - Errors: 0 or a negative errno. -EINVAL: a call in a state where the message is not allowed
  *   (the IBTA state table) or bad lengths; -ENOMEM; the send callback's error is not returned
  *   (the MAD counts as lost and the timer resends it).
@@ -98,7 +106,8 @@ enum uroce_ibcm_event_type {
 	UROCE_IBCM_EV_REQ_ERROR,	 /* REQ (or the wait after an MRA) timed out: conn IDLE */
 	UROCE_IBCM_EV_REP_ERROR,	 /* REP timed out: conn IDLE */
 	UROCE_IBCM_EV_DREQ_RECEIVED,	 /* msg.dreq; conn DREQ_RCVD: answer with send_drep */
-	UROCE_IBCM_EV_DREP_RECEIVED,	 /* msg.drep; conn TIMEWAIT */
+	UROCE_IBCM_EV_DREP_RECEIVED,	 /* msg.drep; conn TIMEWAIT. Also in DREQ_RCVD when both
+					  * sides sent a DREQ: send_drep is then -EINVAL */
 	UROCE_IBCM_EV_DREQ_ERROR,	 /* DREQ timed out; conn TIMEWAIT */
 	UROCE_IBCM_EV_TIMEWAIT_EXIT,	 /* conn IDLE; destroy it */
 	UROCE_IBCM_EV_SIDR_REQ_RECEIVED, /* new passive conn; msg.sidr_req; answer with
@@ -187,7 +196,7 @@ int uroce_ibcm_send_rtu(struct uroce_ibcm_conn *c, const void *pdata, size_t len
 int uroce_ibcm_send_rep(struct uroce_ibcm_conn *c, struct uroce_cm_rep *rep,
 			const struct uroce_ibcm_timing *t, uint64_t now);
 /* REP_SENT or MRA_REP_RCVD -> ESTABLISHED without an RTU (the first data packet arrived:
- * ib_cm_notify IB_EVENT_COMM_EST). No event. */
+ * ib_cm_notify IB_EVENT_COMM_EST). No event. -EISCONN when already ESTABLISHED. */
 int uroce_ibcm_establish(struct uroce_ibcm_conn *c);
 
 /* ---- either side --------------------------------------------------------------------------- */
@@ -199,10 +208,16 @@ int uroce_ibcm_establish(struct uroce_ibcm_conn *c);
  */
 int uroce_ibcm_send_rej(struct uroce_ibcm_conn *c, uint16_t reason, const void *ari,
 			size_t ari_len, const void *pdata, size_t len, uint64_t now);
-/* MRA for the REQ (REQ_RCVD -> MRA_REQ_SENT) or the REP (REP_RCVD -> MRA_REP_SENT). */
+/*
+ * MRA for the REQ (REQ_RCVD -> MRA_REQ_SENT) or the REP (REP_RCVD -> MRA_REP_SENT).
+ * service_timeout is 5 bits, optionally ORed with UROCE_IBCM_MRA_FLAG_DELAY (ib_cm.h
+ * IB_CM_MRA_FLAG_DELAY, which rdma_cm uses): the state changes and the MRA is kept, but it is
+ * only sent in answer to a repeated REQ/REP. len <= 222.
+ */
+#define UROCE_IBCM_MRA_FLAG_DELAY 0x20
 int uroce_ibcm_send_mra(struct uroce_ibcm_conn *c, uint8_t service_timeout, const void *pdata,
 			size_t len, uint64_t now);
-/* ESTABLISHED -> DREQ_SENT. len <= 220. */
+/* ESTABLISHED -> DREQ_SENT. len <= 220. t NULL: the timing of the conn's REQ or REP. */
 int uroce_ibcm_send_dreq(struct uroce_ibcm_conn *c, const void *pdata, size_t len,
 			 const struct uroce_ibcm_timing *t, uint64_t now);
 /* DREQ_RCVD -> TIMEWAIT. len <= 224. */
@@ -213,8 +228,10 @@ int uroce_ibcm_send_drep(struct uroce_ibcm_conn *c, const void *pdata, size_t le
  * Forget a conn for its user (ib_destroy_cm_id): REQ_SENT / MRA_REQ_RCVD send REJ TIMEOUT;
  * REQ_RCVD, MRA_REQ_SENT, REP_SENT, MRA_REP_RCVD, REP_RCVD, MRA_REP_SENT send REJ
  * CONSUMER_DEFINED; ESTABLISHED sends a DREQ (retried without a user, then time-wait);
- * DREQ_RCVD sends the DREP; DREQ_SENT and TIMEWAIT linger without a user. No event names the
- * conn afterwards; its memory goes when it is IDLE.
+ * DREQ_RCVD sends the DREP; DREQ_SENT and TIMEWAIT linger without a user (a DREQ received then
+ * is answered for it). SIDR_REQ_RCVD sends a SIDR_REP with status 2 (IB_SIDR_REJECT);
+ * SIDR_REQ_SENT and IDLE just go. No event names the conn afterwards; its memory goes when it is
+ * IDLE (after the outermost uroce_ibcm_* call returns): the caller must not use c again.
  */
 void uroce_ibcm_conn_destroy(struct uroce_ibcm_conn *c, uint64_t now);
 

@@ -5,7 +5,9 @@
  *     again to an encoding identical to the first (reserved bits are dropped once, then stable);
  *  2. a REQ's private data: the 36-byte RDMA CM IP header (uroce_cma_hdr_decode), re-encoded to
  *     the same bytes but for the reserved low nibble of byte 1;
- *  3. a service ID (the first 8 bytes) split into port space and port and joined again.
+ *  3. a service ID (the first 8 bytes) split into port space and port and joined again;
+ *  4. a MAD received twice by a fresh IB CM engine (cm/ibcm.h) that accepts every REQ and
+ *     answers every DREQ, whose timers then all run out: it must not crash or leak.
  * Any broken invariant aborts (a crash for libFuzzer, a failure for the replay). Seeds: the CM
  * MADs of the captures in tests/vectors (corpus/cm).
  */
@@ -14,6 +16,7 @@
 #include <string.h>
 
 #include "cm/cma.h"
+#include "cm/ibcm.h"
 #include "cm/msg.h"
 #include "wire/bytes.h"
 
@@ -27,6 +30,67 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 			abort();                                                             \
 		}                                                                            \
 	} while (0)
+
+static int fuzz_send(void *arg, const struct uroce_ibcm_addr *to, const uint8_t *mad)
+{
+	struct uroce_cm_mad m;
+
+	(void)arg;
+	(void)to;
+	FUZZ_ASSERT(uroce_cm_mad_decode(&m, mad, UROCE_MAD_LEN) == UROCE_MAD_LEN);
+	return 0;
+}
+
+static void fuzz_event(void *arg, const struct uroce_ibcm_event *ev)
+{
+	static const struct uroce_ibcm_timing t = {.timeout_ms = 100, .max_retries = 2};
+	struct uroce_cm_rep rep;
+
+	(void)arg;
+	memset(&rep, 0, sizeof(rep));
+	switch (ev->type) {
+	case UROCE_IBCM_EV_REQ_RECEIVED:
+		FUZZ_ASSERT(uroce_ibcm_send_rep(ev->conn, &rep, &t, 0) == 0);
+		break;
+	case UROCE_IBCM_EV_DREQ_RECEIVED:
+		FUZZ_ASSERT(uroce_ibcm_send_drep(ev->conn, NULL, 0, 0) == 0);
+		break;
+	case UROCE_IBCM_EV_SIDR_REQ_RECEIVED:
+	case UROCE_IBCM_EV_REP_RECEIVED:
+	case UROCE_IBCM_EV_RTU_RECEIVED:
+	case UROCE_IBCM_EV_REJ_RECEIVED:
+	case UROCE_IBCM_EV_MRA_RECEIVED:
+	case UROCE_IBCM_EV_REQ_ERROR:
+	case UROCE_IBCM_EV_REP_ERROR:
+	case UROCE_IBCM_EV_DREP_RECEIVED:
+	case UROCE_IBCM_EV_DREQ_ERROR:
+	case UROCE_IBCM_EV_TIMEWAIT_EXIT:
+	case UROCE_IBCM_EV_SIDR_REP_RECEIVED:
+	case UROCE_IBCM_EV_SIDR_REQ_ERROR:
+		uroce_ibcm_conn_destroy(ev->conn, 0);
+		break;
+	}
+}
+
+static void fuzz_ibcm(const uint8_t *data, size_t size)
+{
+	static const struct uroce_ibcm_ops ops = {.send = fuzz_send, .event = fuzz_event};
+	const struct uroce_ibcm_cfg cfg = {.ops = &ops, .comm_id_prefix = 1, .timewait_ms = 10};
+	struct uroce_ibcm_addr from;
+	struct uroce_ibcm *cm;
+
+	memset(&from, 0, sizeof(from));
+	FUZZ_ASSERT(uroce_ibcm_create(&cfg, &cm) == 0);
+	uroce_ibcm_recv(cm, &from, data, size, 0);
+	uroce_ibcm_recv(cm, &from, data, size, 1);
+	for (uint64_t now = 1; uroce_ibcm_next_deadline(cm) != UINT64_MAX;) {
+		FUZZ_ASSERT(uroce_ibcm_next_deadline(cm) > now);
+		now = uroce_ibcm_next_deadline(cm);
+		uroce_ibcm_advance(cm, now);
+	}
+	FUZZ_ASSERT(uroce_ibcm_counter(cm, UROCE_IBCM_C_RX_MADS) == 2);
+	uroce_ibcm_destroy(cm);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -62,5 +126,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (uroce_cma_service_id_split(sid, &ps, &port) == 0)
 			FUZZ_ASSERT(uroce_cma_service_id(ps, port) == sid);
 	}
+	fuzz_ibcm(data, size);
 	return 0;
 }
