@@ -46,7 +46,9 @@ struct uroce_ctx {
 	void *arg;
 
 	int slot;		    /* QPN slot taken in the run-time directory, -1: none */
-	struct uroce_share_cfg share; /* the RoCE v2 sockets' groups (share.h) */
+	/* The backends' groups (share.h), with our GSI claims (uroce_ctx_gsi_steer): sockets
+	 * opened again after an address change join with them. */
+	struct uroce_share_cfg share;
 	struct uroce_backend *v2; /* UDP: RoCE v2 */
 	struct uroce_backend *v1; /* AF_PACKET: RoCE v1 */
 
@@ -481,7 +483,7 @@ static int open_backends(struct uroce_ctx *c)
 						 .errlen = sizeof(err), .qpn_lo = c->share.qpn_lo,
 						 .qpn_hi = c->share.qpn_hi };
 
-		rc = uroce_packet_ops.open(&cfg, &c->v1);
+		rc = uroce_packet_open_shared(&cfg, &c->share, &c->v1);
 		if (rc == -EPERM) {
 			/* Not fatal: v2 still works; v1 GIDs cannot send. */
 			fprintf(stderr, "uroce: %s: %s\n", c->def.name, UROCE_PACKET_EPERM_MSG);
@@ -666,4 +668,43 @@ uint64_t uroce_ctx_io_counter(struct uroce_ctx *c, enum uroce_io_counter k)
 		v += uroce_backend_counter(c->v1, k);
 	pthread_mutex_unlock(&c->lock);
 	return v;
+}
+
+/* Apply c->share's claims to both backends' groups. */
+static int gsi_apply(struct uroce_ctx *c)
+{
+	int r = c->v2 ? uroce_udp_share_gsi(c->v2, &c->share) : 0;
+
+	return r ? r : c->v1 ? uroce_packet_share_gsi(c->v1, &c->share) : 0;
+}
+
+int uroce_ctx_gsi_steer(struct uroce_ctx *c, const uint64_t *ids, int n)
+{
+	struct uroce_share_cfg old;
+	int r;
+
+	if (n < 0 || (n > 0 && !ids))
+		return -EINVAL;
+	if (n > UROCE_SHARE_MAX_CLAIMS)
+		return -ENOSPC;
+	pthread_mutex_lock(&c->lock);
+	old = c->share;
+	c->share.cm = true;
+	c->share.nids = n;
+	if (n)
+		memcpy(c->share.ids, ids, sizeof(ids[0]) * (size_t)n);
+	r = gsi_apply(c);
+	if (r) {
+		/* Groups updated before the failing one get the old claims back, which no other
+		 * member can have taken meanwhile (they were ours). */
+		c->share = old;
+		gsi_apply(c);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
+
+uint32_t uroce_ctx_slot(const struct uroce_ctx *c)
+{
+	return UROCE_SHARE_SLOT_OF(c->share.qpn_lo);
 }
