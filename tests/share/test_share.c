@@ -4,8 +4,17 @@
  *
  *   test_share unit    the pure parts: compaction, the steering program and the RoCE v1 socket
  *                      filter (run by a small classic BPF interpreter written here from the
- *                      kernel's semantics), the membership file format, QPN slot collisions.
+ *                      kernel's semantics) on data packets and crafted CM MADs (claimed and
+ *                      unclaimed service IDs, replies to each member's comm IDs, other QP1
+ *                      traffic, truncated and VLAN-tagged frames), the programs' length limits,
+ *                      the membership file format with claims, QPN slot collisions.
+ *   test_share gsi     three forked processes on uroce_lo, two of them claiming services
+ *                      (uroce_ctx_gsi_steer): crafted QP1 datagrams sent to the device's address
+ *                      reach exactly the process the claims and comm ID slots name (counted by
+ *                      its backend: their ICRC is bad), conflicts are refused, and a leaving CM
+ *                      hands its MADs on.
  *   test_share v1self DEV   two QPs of one process on a RoCE v1 device (run by v1.sh).
+ *   test_share v1gsi DEV IF the gsi test on a RoCE v1 device, frames sent on IF (run by v1.sh).
  *   test_share procs   forked processes open uroce_lo (127.0.0.1) at once, each binding the same
  *                      (address, port); RC QPs in different processes exchange SEND and RDMA
  *                      WRITE, and no packet reaches a process that does not own its QP
@@ -21,6 +30,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/if_packet.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -40,6 +50,7 @@
 
 #include "../check.h"
 #include "host/ctx.h"
+#include "host/rundir.h"
 #include "host/share.h"
 
 #define FILE_MAX_TEST (128 << 10)
@@ -760,6 +771,8 @@ enum op {
 	OP_WAIT_RECV,
 	OP_CHECK,
 	OP_CNT,
+	OP_STEER,
+	OP_IO,
 	OP_EXIT
 };
 
@@ -769,6 +782,8 @@ struct cmd {
 	int qp; /* local QP index */
 	uint32_t qpn, len, seed, rkey;
 	uint64_t raddr;
+	int nids; /* OP_STEER: ids[0..nids), more than 4: that many made-up ones */
+	uint64_t ids[4];
 };
 
 struct rep {
@@ -776,6 +791,8 @@ struct rep {
 	uint32_t qpn, rkey;
 	uint64_t addr;
 	uint64_t drop_no_qp, rcvd, retrans;
+	uint64_t io_rx; /* OP_IO: datagrams or frames context 0's backends took in */
+	uint32_t slot;	/* OP_IO: uroce_ctx_slot */
 };
 
 #define WQ     8
@@ -1025,6 +1042,22 @@ static void worker_main(int sk)
 		case OP_CHECK:
 			r.rc = same(W->mem[m.qp] + WR_OFF, m.len, m.seed) ? 0 : -EBADMSG;
 			break;
+		case OP_STEER: {
+			uint64_t many[UROCE_SHARE_MAX_CLAIMS + 1];
+
+			for (int i = 0; i < UROCE_SHARE_MAX_CLAIMS + 1; i++)
+				many[i] = 0x7700000000000000ull + (uint64_t)i;
+			r.rc = uroce_ctx_gsi_steer(W->ctx[0], m.nids > 4 ? many : m.ids, m.nids);
+			break;
+		}
+		case OP_IO:
+			/* Crafted MADs carry a bad ICRC: counted, never passed to the engine. */
+			for (int k = UROCE_IO_RX_PKTS; k <= UROCE_IO_RX_DROP_NOT_FOR_US; k++)
+				if (k != UROCE_IO_RX_BYTES)
+					r.io_rx += uroce_ctx_io_counter(W->ctx[0],
+									(enum uroce_io_counter)k);
+			r.slot = uroce_ctx_slot(W->ctx[0]);
+			break;
 		case OP_CNT:
 			for (int c = 0; c < 2; c++) {
 				if (!W->ctx[c])
@@ -1237,18 +1270,22 @@ static int lo_up(void)
 	return rc;
 }
 
-static void test_procs(const char *rundir)
+/* As root, a network namespace of its own (lo up) and port 4791; else the host's, port 24797. */
+static unsigned net_setup(void)
 {
-	unsigned port = 4791;
-
 	if (geteuid() == 0 && unshare(CLONE_NEWNET) == 0 && lo_up() == 0) {
 		unsetenv("UROCE_PORT");
 		fprintf(stderr, "a network namespace of its own, port 4791\n");
-	} else {
-		port = 24797;
-		setenv("UROCE_PORT", "24797", 1);
-		fprintf(stderr, "no network namespace: the host's loopback, port %u\n", port);
+		return 4791;
 	}
+	setenv("UROCE_PORT", "24797", 1);
+	fprintf(stderr, "no network namespace: the host's loopback, port 24797\n");
+	return 24797;
+}
+
+static void test_procs(const char *rundir)
+{
+	unsigned port = net_setup();
 	struct sockaddr_in a = {.sin_family = AF_INET,
 				.sin_port = htons((uint16_t)port),
 				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -1337,6 +1374,209 @@ static void test_procs(const char *rundir)
 		close(fd);
 }
 
+/* ---- gsi: CM MADs reach the process that claims them ----------------------------------------- */
+
+/*
+ * How crafted QP1 MADs are sent: a UDP datagram to (127.0.0.1, port) (RoCE v2), or a RoCE v1
+ * frame sent on interface ifindex to its own MAC, which the device's processes take from the
+ * kernel as it leaves (packet.c's local delivery).
+ */
+struct mad_tx {
+	int fd;
+	struct sockaddr_in to;	  /* v2 */
+	int ifindex;		  /* v1, else 0 */
+	uint8_t mac[6], gid[16]; /* v1: the interface's MAC, the device's IPv4 GID */
+};
+
+static int mad_send(const struct mad_tx *t, const uint8_t *pl, bool vlan)
+{
+	uint8_t f[18 + 40 + GSI_LEN];
+
+	if (!t->ifindex)
+		return sendto(t->fd, pl, GSI_LEN, 0, (const struct sockaddr *)&t->to,
+			      sizeof(t->to)) == GSI_LEN
+			       ? 0
+			       : -errno;
+	uint32_t len = v1_frame(f, vlan, pl, GSI_LEN), e = vlan ? 18 : 14;
+	struct sockaddr_ll ll = {.sll_family = AF_PACKET, .sll_ifindex = t->ifindex, .sll_halen = 6};
+
+	memcpy(f, t->mac, 6);
+	memcpy(f + 6, t->mac, 6);
+	memcpy(f + e + 8, t->gid, 16);	/* source GID */
+	memcpy(f + e + 24, t->gid, 16); /* destination GID */
+	memcpy(ll.sll_addr, t->mac, 6);
+	return sendto(t->fd, f, len, 0, (const struct sockaddr *)&ll, sizeof(ll)) == (ssize_t)len
+		       ? 0
+		       : -errno;
+}
+
+/*
+ * Send one MAD and see which of ps[0..n) takes it in (2 s at most): exactly ps[want], nobody
+ * else (waiting a little longer so that a duplicate would be seen).
+ */
+static void mad_expect(const struct mad_tx *t, struct proc **ps, int n, const uint8_t *pl,
+		       bool vlan, int want, const char *what)
+{
+	uint64_t before[8], now[8];
+	int got = -1, settle = 0;
+
+	for (int i = 0; i < n; i++)
+		before[i] = call(ps[i], (struct cmd){.op = OP_IO}).io_rx;
+	int rc = mad_send(t, pl, vlan);
+
+	CHECKF(rc == 0, "%s: send: %s", what, strerror(-rc));
+	for (int round = 0; round < 200 && settle < 5; round++) {
+		int moved = 0;
+
+		poll(NULL, 0, 10);
+		for (int i = 0; i < n; i++) {
+			now[i] = call(ps[i], (struct cmd){.op = OP_IO}).io_rx;
+			if (now[i] != before[i]) {
+				moved++;
+				got = i;
+			}
+		}
+		if (moved > 1 || (moved == 1 && now[got] - before[got] > 1)) {
+			got = -2;
+			break;
+		}
+		settle += moved == 1;
+	}
+	CHECKF(got == want, "%s: taken by %c, want %c", what,
+	       got == -2 ? '*' : got < 0 ? '-' : ps[got]->name, ps[want]->name);
+}
+
+/* The line of pid in the membership file at p: its CM flag and claim count (-1: absent). */
+static int claims_of(const char *p, pid_t pid, bool *cm)
+{
+	static struct uroce_share_member m[UROCE_SHARE_MAX_MEMBERS];
+	uint64_t gen;
+	int n = uroce_share_read(p, &gen, m, UROCE_SHARE_MAX_MEMBERS);
+
+	for (int i = 0; i < n; i++) {
+		if (m[i].pid == pid) {
+			*cm = m[i].cm;
+			return m[i].nids;
+		}
+	}
+	return -1;
+}
+
+/*
+ * Three processes on one device: A runs no CM, B claims two services, C one, and joined after
+ * B (B is the designated CM). Crafted MADs (bad ICRC: each process counts what reaches it)
+ * go where the claims and comm ID slots say; claims conflict and overflow are refused; leaves
+ * hand the designated role on. v1: the same through each process's filter, tagged or not.
+ */
+static void test_gsi_procs(const struct mad_tx *t, const char *file)
+{
+	struct proc A = spawn('A'), B = spawn('B'), C = spawn('C');
+	uint8_t pl[GSI_LEN];
+	uint32_t sA, sB, sC;
+	bool cm = true;
+
+	sA = call(&A, (struct cmd){.op = OP_IO}).slot;
+	sB = call(&B, (struct cmd){.op = OP_IO}).slot;
+	sC = call(&C, (struct cmd){.op = OP_IO}).slot;
+	CHECK(sA != sB && sB != sC && sA != sC);
+	CHECK(call(&B, (struct cmd){.op = OP_STEER, .nids = 2,
+				    .ids = {SID_TCP(5002), SID_TCP(5003)}})
+		      .rc == 0);
+	CHECK(call(&C, (struct cmd){.op = OP_STEER, .nids = 1, .ids = {SID_TCP(7000)}}).rc == 0);
+	CHECK(call(&C, (struct cmd){.op = OP_STEER, .nids = 2,
+				    .ids = {SID_TCP(7001), SID_TCP(5003)}})
+		      .rc == -EADDRINUSE);
+	CHECK(call(&C, (struct cmd){.op = OP_STEER, .nids = UROCE_SHARE_MAX_CLAIMS + 1}).rc ==
+	      -ENOSPC);
+	CHECK(claims_of(file, A.pid, &cm) == 0 && !cm);
+	CHECK(claims_of(file, B.pid, &cm) == 2 && cm);
+	CHECK(claims_of(file, C.pid, &cm) == 1 && cm); /* the refused calls changed nothing */
+
+	struct proc *all[3] = {&A, &B, &C};
+
+	for (int v = 0; v < (t->ifindex ? 2 : 1); v++) {
+		bool vl = v == 1;
+
+		gsi_payload(pl, 0x07, CM_REQ, comm_id(77, 1), 0, SID_TCP(5002));
+		mad_expect(t, all, 3, pl, vl, 1, "REQ 5002");
+		gsi_payload(pl, 0x07, CM_REQ, comm_id(77, 2), 0, SID_TCP(5003));
+		mad_expect(t, all, 3, pl, vl, 1, "REQ 5003");
+		gsi_payload(pl, 0x07, CM_REQ, comm_id(77, 3), 0, SID_TCP(7000));
+		mad_expect(t, all, 3, pl, vl, 2, "REQ 7000");
+		gsi_payload(pl, 0x07, CM_SIDR_REQ, comm_id(77, 4), 0, SID_TCP(7000));
+		mad_expect(t, all, 3, pl, vl, 2, "SIDR_REQ 7000");
+		gsi_payload(pl, 0x07, CM_REQ, comm_id(77, 5), 0, SID_TCP(7001));
+		mad_expect(t, all, 3, pl, vl, 1, "REQ 7001 (unclaimed)");
+		gsi_payload(pl, 0x07, CM_REP, comm_id(77, 6), comm_id(sC, 6), 0);
+		mad_expect(t, all, 3, pl, vl, 2, "REP to C's comm ID");
+		gsi_payload(pl, 0x07, CM_RTU, comm_id(77, 7), comm_id(sB, 7), 0);
+		mad_expect(t, all, 3, pl, vl, 1, "RTU to B's comm ID");
+		gsi_payload(pl, 0x07, CM_DREQ, comm_id(77, 8), comm_id(sA, 8), 0);
+		mad_expect(t, all, 3, pl, vl, 1, "DREQ to A's slot (no CM there)");
+		gsi_payload(pl, 0x07, CM_SIDR_REP, comm_id(sC, 9), 0, 0);
+		mad_expect(t, all, 3, pl, vl, 2, "SIDR_REP to C's request ID");
+		gsi_payload(pl, 0x04, 0x0001, 0, 0, 0);
+		mad_expect(t, all, 3, pl, vl, 1, "PerfMgt");
+	}
+	/* B leaves: C is the only CM, and takes what B's claims named. */
+	bye(&B);
+	struct proc *ac[2] = {&A, &C};
+
+	CHECK(claims_of(file, C.pid, &cm) == 1 && cm);
+	gsi_payload(pl, 0x07, CM_REQ, comm_id(77, 10), 0, SID_TCP(5002));
+	mad_expect(t, ac, 2, pl, false, 1, "REQ 5002 after B left");
+	gsi_payload(pl, 0x07, CM_DREQ, comm_id(77, 11), comm_id(sB, 11), 0);
+	mad_expect(t, ac, 2, pl, false, 1, "DREQ to B's slot after B left");
+	/* Claims can be dropped; the CM stays the designated one. */
+	CHECK(call(&C, (struct cmd){.op = OP_STEER, .nids = 0}).rc == 0);
+	CHECK(claims_of(file, C.pid, &cm) == 0 && cm);
+	gsi_payload(pl, 0x07, CM_REQ, comm_id(77, 12), 0, SID_TCP(7000));
+	mad_expect(t, ac, 2, pl, false, 1, "REQ 7000 after C dropped its claims");
+	/* No CM left: QP1 goes to A as before any claim. */
+	bye(&C);
+	struct proc *a[1] = {&A};
+
+	gsi_payload(pl, 0x07, CM_REQ, comm_id(77, 13), 0, SID_TCP(7000));
+	mad_expect(t, a, 1, pl, false, 0, "REQ with no CM left");
+	bye(&A);
+}
+
+static void test_gsi_v2(const char *rundir)
+{
+	unsigned port = net_setup();
+	struct mad_tx t = {.fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0),
+			   .to = {.sin_family = AF_INET,
+				  .sin_port = htons((uint16_t)port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)}};
+
+	CHECK(t.fd >= 0);
+	CHECK(uroce_share_path(path, sizeof(path), rundir, (struct sockaddr *)&t.to) == 0);
+	test_gsi_procs(&t, path);
+	close(t.fd);
+}
+
+/* test_share v1gsi DEV IFNAME (run by v1.sh in its namespace): the same over RoCE v1. */
+static int test_gsi_v1(const char *dev, const char *ifname)
+{
+	struct mad_tx t = {.fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0),
+			   .ifindex = (int)if_nametoindex(ifname)};
+	struct ifreq ifr = {0};
+	char rundir[256];
+
+	w_dev = dev;
+	w_gtype = UROCE_GID_V1;
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+	CHECK(t.fd >= 0 && t.ifindex > 0 && ioctl(t.fd, SIOCGIFHWADDR, &ifr) == 0);
+	memcpy(t.mac, ifr.ifr_hwaddr.sa_data, 6);
+	memcpy(t.gid, "\0\0\0\0\0\0\0\0\0\0\xff\xff\xc6\x12\x46\x01", 16); /* 198.18.70.1 */
+	CHECK(uroce_rundir_path(rundir, sizeof(rundir)) == 0);
+	CHECK(uroce_share_v1_path(path, sizeof(path), rundir, t.ifindex) == 0);
+	if (check_failures == 0)
+		test_gsi_procs(&t, path);
+	close(t.fd);
+	return check_exit("v1gsi");
+}
+
 /*
  * test_share v1self DEV (run by v1.sh, in its namespace and run-time directory): two RC QPs of
  * ONE process on RoCE v1 device DEV, connected through its IPv4 GID, exchange SENDs both ways.
@@ -1415,13 +1655,17 @@ int main(int argc, char **argv)
 
 	if (argc == 3 && strcmp(argv[1], "v1self") == 0)
 		return test_v1self(argv[2]);
+	if (argc == 4 && strcmp(argv[1], "v1gsi") == 0)
+		return test_gsi_v1(argv[2], argv[3]);
 	if (argc != 2 || !mkdtemp(tmp)) {
-		fprintf(stderr, "usage: test_share unit|procs|v1self DEV\n");
+		fprintf(stderr, "usage: test_share unit|procs|gsi|v1self DEV|v1gsi DEV IFNAME\n");
 		return 2;
 	}
 	setenv("UROCE_RUNDIR", tmp, 1);
 	if (strcmp(argv[1], "unit") == 0)
 		test_unit(tmp);
+	else if (strcmp(argv[1], "gsi") == 0)
+		test_gsi_v2(tmp);
 	else
 		test_procs(tmp);
 	char cmd[600];
