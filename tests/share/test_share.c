@@ -272,7 +272,8 @@ static struct uroce_share_member member(int32_t pid, int slot, bool cm, int nids
 				       .cm = cm,
 				       .nids = nids};
 
-	memcpy(m.ids, ids, sizeof(ids[0]) * (size_t)nids);
+	if (nids)
+		memcpy(m.ids, ids, sizeof(ids[0]) * (size_t)nids);
 	return m;
 }
 
@@ -461,7 +462,8 @@ static void test_prog_limits(void)
 
 	/* Every member with every claim: far too long, refused. */
 	for (int i = 0; i < max; i++) {
-		m[i] = member(1 + i, i, true, UROCE_SHARE_MAX_CLAIMS, (const uint64_t[]){0});
+		m[i] = member(1 + i, i, true, 0, NULL);
+		m[i].nids = UROCE_SHARE_MAX_CLAIMS;
 		for (int j = 0; j < UROCE_SHARE_MAX_CLAIMS; j++)
 			m[i].ids[j] = ((uint64_t)(j % 3) << 32) | (uint32_t)(i * 64 + j);
 	}
