@@ -35,7 +35,7 @@ struct watch {
 
 struct uroce_share_group {
 	char path[PATH_MAX_];
-	bool v1;	     /* a RoCE v1 list: our own socket filter, no reuseport group */
+	bool v1;	 /* a RoCE v1 list: our own socket filter, no reuseport group */
 	uint64_t v1_gen; /* v1: the file generation our filter was last built from */
 	uint32_t qpn_lo, qpn_hi;
 	pid_t pid;
@@ -145,9 +145,8 @@ static void emit_claims(struct emitter *e, const struct gsi_at *at,
  *   comm: A >>= 20; each CM member: A == slot ? return ret; return dflt
  *   req:  each member's claims (emit_claims); return dflt
  */
-static void emit_gsi(struct emitter *e, const struct gsi_at *at,
-		     const struct uroce_share_member *m, int n, const bool *use,
-		     const uint32_t *ret, uint32_t dflt)
+static void emit_gsi(struct emitter *e, const struct gsi_at *at, const struct uroce_share_member *m,
+		     int n, const bool *use, const uint32_t *ret, uint32_t dflt)
 {
 	int comm_len = 2;
 
@@ -374,8 +373,9 @@ static int parse_id(const char **p, uint64_t *v)
 	s += 3;
 	*v = 0;
 	for (; k < 17 && isxdigit((unsigned char)s[k]); k++)
-		*v = *v << 4 | (uint64_t)(isdigit((unsigned char)s[k]) ? s[k] - '0'
-								      : (tolower((unsigned char)s[k]) - 'a' + 10));
+		*v = *v << 4 | (uint64_t)(isdigit((unsigned char)s[k])
+						  ? s[k] - '0'
+						  : (tolower((unsigned char)s[k]) - 'a' + 10));
 	if (k < 1 || k > 16)
 		return -EBADMSG;
 	*p = s + k;
@@ -613,9 +613,8 @@ static int slots_write(int fd, const struct slot_line *s, int n)
 	if (!buf)
 		return -ENOMEM;
 	for (int i = 0; i < n; i++)
-		len += (size_t)snprintf(buf + len, SLOTS_MAX - len,
-					"%d %" PRId32 " %" PRIu64 "\n", s[i].slot, s[i].who.pid,
-					s[i].who.start);
+		len += (size_t)snprintf(buf + len, SLOTS_MAX - len, "%d %" PRId32 " %" PRIu64 "\n",
+					s[i].slot, s[i].who.pid, s[i].who.start);
 	r = write_all(fd, buf, len);
 	free(buf);
 	return r;
@@ -855,9 +854,11 @@ static struct uroce_share_member me_line(const struct uroce_share_group *g,
 					 const struct uroce_share_cfg *cfg,
 					 struct uroce_share_member *m, int n)
 {
-	struct uroce_share_member me = {
-		.pid = g->pid, .start = g->start, .qpn_lo = g->qpn_lo, .qpn_hi = g->qpn_hi,
-		.cm = cfg->cm};
+	struct uroce_share_member me = {.pid = g->pid,
+					.start = g->start,
+					.qpn_lo = g->qpn_lo,
+					.qpn_hi = g->qpn_hi,
+					.cm = cfg->cm};
 
 	for (int i = 0; i < cfg->nids && i < UROCE_SHARE_MAX_CLAIMS; i++)
 		if (!claimed_by_other(m, n, -1, cfg->ids[i]))

@@ -93,9 +93,9 @@
 #define UROCE_SHARE_SLOT_QPNS	   2048
 #define UROCE_SHARE_QPN_BASE(slot) (0x100u + ((uint32_t)(slot) << 11))
 /* The slot of a QPN range that starts at a slot's base (the prefix of its CM comm IDs). */
-#define UROCE_SHARE_SLOT_OF(qpn_lo) ((((uint32_t)(qpn_lo) - 0x100u) >> 11) & 0xFFFu)
-#define UROCE_SHARE_MAX_MEMBERS	   256
-#define UROCE_SHARE_MAX_CLAIMS	   64 /* service IDs per member */
+#define UROCE_SHARE_SLOT_OF(qpn_lo) ((((uint32_t)(qpn_lo)-0x100u) >> 11) & 0xFFFu)
+#define UROCE_SHARE_MAX_MEMBERS	    256
+#define UROCE_SHARE_MAX_CLAIMS	    64 /* service IDs per member */
 
 /*
  * QP1 MAD fields, as offsets into the RoCE v2 UDP payload (BTH 12, DETH 8, then the MAD; the

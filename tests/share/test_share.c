@@ -131,7 +131,7 @@ static bool prog_sane(const struct sock_filter *p, int len)
 		if (BPF_CLASS(p[i].code) != BPF_JMP)
 			continue;
 		if (BPF_OP(p[i].code) == BPF_JA ? (uint64_t)i + 1 + p[i].k >= (uint64_t)len
-						 : i + 1 + p[i].jt >= len || i + 1 + p[i].jf >= len)
+						: i + 1 + p[i].jt >= len || i + 1 + p[i].jf >= len)
 			return false;
 	}
 	return true;
@@ -202,16 +202,16 @@ static void gsi_payload(uint8_t *p, uint8_t cls, uint16_t attr, uint32_t w0, uin
 	memset(p, 0, GSI_LEN);
 	p[0] = 0x64; /* UD SEND only */
 	p[2] = p[3] = 0xFF;
-	p[7] = 1;			      /* destination QP 1 */
-	put_be32(p + 8, 0x123456);	      /* PSN */
-	put_be32(p + 12, 0x80010000);	      /* DETH Q_Key */
-	p[19] = 1;			      /* DETH source QP 1 */
-	p[20] = 1;			      /* MAD base version */
-	p[21] = cls;			      /* management class */
-	p[22] = 2;			      /* class version */
-	p[23] = 3;			      /* method: Send */
-	put_be32(p + 28, 0xA1B2C3D4);	      /* TID */
-	p[36] = (uint8_t)(attr >> 8);	      /* attribute ID */
+	p[7] = 1;		      /* destination QP 1 */
+	put_be32(p + 8, 0x123456);    /* PSN */
+	put_be32(p + 12, 0x80010000); /* DETH Q_Key */
+	p[19] = 1;		      /* DETH source QP 1 */
+	p[20] = 1;		      /* MAD base version */
+	p[21] = cls;		      /* management class */
+	p[22] = 2;		      /* class version */
+	p[23] = 3;		      /* method: Send */
+	put_be32(p + 28, 0xA1B2C3D4); /* TID */
+	p[36] = (uint8_t)(attr >> 8); /* attribute ID */
 	p[37] = (uint8_t)attr;
 	put_be32(p + 44, w0);
 	put_be32(p + 48, w4);
@@ -301,8 +301,8 @@ static void gsi_case(const struct uroce_share_member *m, int n, const uint8_t *p
 						     m, n, i);
 			uint32_t r = bpf_run(v1p[i], l, f, flen);
 
-			CHECKF(r == (i == want ? 0xFFFFFFFFu : 0), "%s: v1 member %d (vlan %d): %#x",
-			       what, i, v, r);
+			CHECKF(r == (i == want ? 0xFFFFFFFFu : 0),
+			       "%s: v1 member %d (vlan %d): %#x", what, i, v, r);
 		}
 	}
 }
@@ -362,8 +362,8 @@ static void test_gsi(void)
 		}
 	}
 	/* Replies: the member whose slot issued the remote comm ID (request ID for SIDR_REP). */
-	static const uint16_t replies[] = {CM_MRA, CM_REJ, CM_REP, CM_RTU, CM_DREQ, CM_DREP,
-					   CM_SIDR_REP};
+	static const uint16_t replies[] = {CM_MRA,  CM_REJ,  CM_REP,	 CM_RTU,
+					   CM_DREQ, CM_DREP, CM_SIDR_REP};
 
 	for (int r = 0; r < 7; r++) {
 		bool sidr = replies[r] == CM_SIDR_REP;
@@ -429,8 +429,8 @@ static void test_gsi(void)
 	}
 	/* Some member runs a CM: a member that does not gets no QP1 frame, its QPNs still. */
 	plain[2].cm = true;
-	len = uroce_v1_filter_prog(v1p[0], BPF_MAXINSNS, plain[0].qpn_lo, plain[0].qpn_hi, plain,
-				   3, 0);
+	len = uroce_v1_filter_prog(v1p[0], BPF_MAXINSNS, plain[0].qpn_lo, plain[0].qpn_hi, plain, 3,
+				   0);
 	CHECK(len == UROCE_V1_FILTER_LEN && prog_sane(v1p[0], len));
 	CHECK(v1_filter(v1p[0], len, 1, false, 0x8915, 0) == 0);
 	CHECK(v1_filter(v1p[0], len, plain[0].qpn_lo, true, 0x8915, 0) == 0xFFFFFFFF);
@@ -511,8 +511,8 @@ static void test_prog_limits(void)
 	/* The same claims on the v1 list: every member's filter fits; the designated one (0)
 	 * carries everyone else's claims. */
 	for (int i = 0; i < max; i += 51) {
-		int l = uroce_v1_filter_prog(v1p[0], BPF_MAXINSNS, m[i].qpn_lo, m[i].qpn_hi, m,
-					     max, i);
+		int l = uroce_v1_filter_prog(v1p[0], BPF_MAXINSNS, m[i].qpn_lo, m[i].qpn_hi, m, max,
+					     i);
 
 		CHECKF(l > 0 && prog_sane(v1p[0], l), "member %d: %d", i, l);
 	}
@@ -611,10 +611,9 @@ static bool same_member(const struct uroce_share_member *a, const struct uroce_s
 static void test_format(void)
 {
 	static const uint64_t ids[] = {SID_TCP(5002), 0, 0xFFFFFFFFFFFFFFFFull, 0x10};
-	struct uroce_share_member c[4] = {member(100, 3, false, 0, NULL),
-					  member(101, 4, true, 4, ids),
-					  member(102, 5, true, 0, NULL),
-					  member(103, 6, true, 1, ids + 2)};
+	struct uroce_share_member c[4] = {
+		member(100, 3, false, 0, NULL), member(101, 4, true, 4, ids),
+		member(102, 5, true, 0, NULL), member(103, 6, true, 1, ids + 2)};
 	static struct uroce_share_member back[8];
 	static char buf[FILE_MAX_TEST];
 	uint64_t gen;
@@ -656,8 +655,7 @@ static void test_format(void)
 					       (const uint64_t[UROCE_SHARE_MAX_CLAIMS]){1, 2, 3});
 
 	len = uroce_share_format(buf, sizeof(buf), 1, &big, 1);
-	CHECK(len > 0 && uroce_share_parse(buf, &gen, back, 8) == 1 &&
-	      same_member(&back[0], &big));
+	CHECK(len > 0 && uroce_share_parse(buf, &gen, back, 8) == 1 && same_member(&back[0], &big));
 	strcpy(buf + len - 1, " 0x5\n");
 	CHECK(uroce_share_parse(buf, &gen, back, 8) == -EBADMSG);
 	CHECK(uroce_share_format(buf, 10, 42, c, 3) == -ENOSPC);
@@ -1385,8 +1383,8 @@ static void test_procs(const char *rundir)
  */
 struct mad_tx {
 	int fd;
-	struct sockaddr_in to;	  /* v2 */
-	int ifindex;		  /* v1, else 0 */
+	struct sockaddr_in to;	 /* v2 */
+	int ifindex;		 /* v1, else 0 */
 	uint8_t mac[6], gid[16]; /* v1: the interface's MAC, the device's IPv4 GID */
 };
 
@@ -1400,7 +1398,8 @@ static int mad_send(const struct mad_tx *t, const uint8_t *pl, bool vlan)
 			       ? 0
 			       : -errno;
 	uint32_t len = v1_frame(f, vlan, pl, GSI_LEN), e = vlan ? 18 : 14;
-	struct sockaddr_ll ll = {.sll_family = AF_PACKET, .sll_ifindex = t->ifindex, .sll_halen = 6};
+	struct sockaddr_ll ll = {
+		.sll_family = AF_PACKET, .sll_ifindex = t->ifindex, .sll_halen = 6};
 
 	memcpy(f, t->mac, 6);
 	memcpy(f + 6, t->mac, 6);
@@ -1445,7 +1444,10 @@ static void mad_expect(const struct mad_tx *t, struct proc **ps, int n, const ui
 		settle += moved == 1;
 	}
 	CHECKF(got == want, "%s: taken by %c, want %c", what,
-	       got == -2 ? '*' : got < 0 ? '-' : ps[got]->name, ps[want]->name);
+	       got == -2 ? '*'
+	       : got < 0 ? '-'
+			 : ps[got]->name,
+	       ps[want]->name);
 }
 
 /* The line of pid in the membership file at p: its CM flag and claim count (-1: absent). */
@@ -1481,12 +1483,12 @@ static void test_gsi_procs(const struct mad_tx *t, const char *file)
 	sB = call(&B, (struct cmd){.op = OP_IO}).slot;
 	sC = call(&C, (struct cmd){.op = OP_IO}).slot;
 	CHECK(sA != sB && sB != sC && sA != sC);
-	CHECK(call(&B, (struct cmd){.op = OP_STEER, .nids = 2,
-				    .ids = {SID_TCP(5002), SID_TCP(5003)}})
+	CHECK(call(&B,
+		   (struct cmd){.op = OP_STEER, .nids = 2, .ids = {SID_TCP(5002), SID_TCP(5003)}})
 		      .rc == 0);
 	CHECK(call(&C, (struct cmd){.op = OP_STEER, .nids = 1, .ids = {SID_TCP(7000)}}).rc == 0);
-	CHECK(call(&C, (struct cmd){.op = OP_STEER, .nids = 2,
-				    .ids = {SID_TCP(7001), SID_TCP(5003)}})
+	CHECK(call(&C,
+		   (struct cmd){.op = OP_STEER, .nids = 2, .ids = {SID_TCP(7001), SID_TCP(5003)}})
 		      .rc == -EADDRINUSE);
 	CHECK(call(&C, (struct cmd){.op = OP_STEER, .nids = UROCE_SHARE_MAX_CLAIMS + 1}).rc ==
 	      -ENOSPC);
