@@ -134,7 +134,8 @@ struct uroce_backend_cfg {
 	char *err;	  /* optional: a sentence on why open failed */
 	size_t errlen;
 	/* packet: this process's QPNs on the device; the kernel drops frames for other QPNs
-	 * (QP1 aside: every process gets it). 0/0: no QPN filter (RoCE v1 frames only). */
+	 * (QP1 aside: every process gets it, unless opened with uroce_packet_open_shared, which
+	 * steers it: share.h). 0/0: no QPN filter (RoCE v1 frames only). */
 	uint32_t qpn_lo, qpn_hi;
 };
 

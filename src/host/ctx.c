@@ -50,7 +50,9 @@ struct uroce_ctx {
 	void *arg;
 
 	int slot;		    /* QPN slot taken in the run-time directory, -1: none */
-	struct uroce_share_cfg share; /* the RoCE v2 sockets' groups (share.h) */
+	/* The backends' groups (share.h), with our GSI claims (uroce_ctx_gsi_steer): sockets
+	 * opened again after an address change join with them. */
+	struct uroce_share_cfg share;
 	struct uroce_backend *v2; /* UDP: RoCE v2 */
 	struct uroce_backend *v1; /* AF_PACKET: RoCE v1 */
 	uint64_t version_reqs;	  /* RoCE v2 CM requests to a v1-only device (version_drop) */
@@ -523,7 +525,7 @@ static int open_backends(struct uroce_ctx *c)
 						 .errlen = sizeof(err), .qpn_lo = c->share.qpn_lo,
 						 .qpn_hi = c->share.qpn_hi };
 
-		rc = uroce_packet_ops.open(&cfg, &c->v1);
+		rc = uroce_packet_open_shared(&cfg, &c->share, &c->v1);
 		if (rc == -EPERM) {
 			/* Not fatal: v2 still works; v1 GIDs cannot send. */
 			fprintf(stderr, "uroce: %s: %s\n", c->def.name, UROCE_PACKET_EPERM_MSG);
@@ -710,16 +712,41 @@ uint64_t uroce_ctx_io_counter(struct uroce_ctx *c, enum uroce_io_counter k)
 	return v;
 }
 
-uint32_t uroce_ctx_slot(const struct uroce_ctx *c)
+/* Apply c->share's claims to both backends' groups. */
+static int gsi_apply(struct uroce_ctx *c)
 {
-	/* Without a registry slot the QPNs are pid-derived (uroce_ctx_open): so is the prefix. */
-	return c->slot >= 0 ? (uint32_t)c->slot : (uint32_t)getpid() & (UROCE_SHARE_SLOTS - 1);
+	int r = c->v2 ? uroce_udp_share_gsi(c->v2, &c->share) : 0;
+
+	return r ? r : c->v1 ? uroce_packet_share_gsi(c->v1, &c->share) : 0;
 }
 
-/* Interim: QP1 still goes to group index 0 (v2) and to every process (v1); see share.h. */
 int uroce_ctx_gsi_steer(struct uroce_ctx *c, const uint64_t *ids, int n)
 {
-	(void)c;
-	(void)ids;
-	return n < 0 ? -EINVAL : 0;
+	struct uroce_share_cfg old;
+	int r;
+
+	if (n < 0 || (n > 0 && !ids))
+		return -EINVAL;
+	if (n > UROCE_SHARE_MAX_CLAIMS)
+		return -ENOSPC;
+	pthread_mutex_lock(&c->lock);
+	old = c->share;
+	c->share.cm = true;
+	c->share.nids = n;
+	if (n)
+		memcpy(c->share.ids, ids, sizeof(ids[0]) * (size_t)n);
+	r = gsi_apply(c);
+	if (r) {
+		/* Groups updated before the failing one get the old claims back, which no other
+		 * member can have taken meanwhile (they were ours). */
+		c->share = old;
+		gsi_apply(c);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
+
+uint32_t uroce_ctx_slot(const struct uroce_ctx *c)
+{
+	return UROCE_SHARE_SLOT_OF(c->share.qpn_lo);
 }

@@ -88,9 +88,13 @@ uint64_t uroce_ctx_io_counter(struct uroce_ctx *c, enum uroce_io_counter k);
  *   are uroce_ctx_slot();
  * - a REQ or SIDR_REQ whose service ID no member claims goes to a member that runs a CM, so that
  *   one answers REJ INVALID_SERVICE_ID as the kernel does.
- * Each call replaces the previous list; n = 0 claims no service but still marks a CM.
+ * Each call replaces the previous list; n = 0 claims no service but still marks a CM. A process
+ * that never calls this gets no CM MAD once another process on the device runs a CM (share.h).
+ * The list is kept: sockets opened again after an address change join with it.
  * Returns 0; -EADDRINUSE when another live process sharing an address already claims one of
- * ids; -ENOSPC when ids is too long; or a file or setsockopt errno. Takes the lock: call it
+ * ids; -ENOSPC when ids is too long (more than UROCE_SHARE_MAX_CLAIMS, or more than the
+ * kernel's program limit leaves room for); -EINVAL for n < 0 or ids NULL with n > 0; or a file
+ * or setsockopt errno. On error the previous list stays in force. Takes the lock: call it
  * without.
  */
 int uroce_ctx_gsi_steer(struct uroce_ctx *c, const uint64_t *ids, int n);

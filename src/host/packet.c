@@ -8,9 +8,14 @@
  * interface and Ethertype 0x8915 in its sockaddr_ll. The receive socket is created with protocol
  * 0 (it receives nothing), gets a classic BPF socket filter (uroce_v1_filter_prog(), share.h),
  * and only then is bound to (ETH_P_ALL, ifindex): the kernel drops every frame that is not RoCE
- * v1 or whose BTH destination QP is not one of this process's (cfg qpn_lo..qpn_hi; QP1 goes to
- * every process for now), so processes sharing the interface each receive their own frames
- * only, and none is counted DROP_NO_QP by a process that does not own its QP.
+ * v1 or whose BTH destination QP is not one of this process's (cfg qpn_lo..qpn_hi), so
+ * processes sharing the interface each receive their own frames only, and none is counted
+ * DROP_NO_QP by a process that does not own its QP. QP1 (CM MADs): opened with
+ * uroce_packet_open_shared(), the process is listed in the interface's v1 membership file and
+ * its filter takes the QP1 frames that the file's claims give it (share.h); the file's watch fd
+ * sits in the backend's epoll set (its fd), and rx_burst re-attaches the filter when the file
+ * changes, looking when a burst comes back empty and every SHARE_CHECK_EVERY bursts. Opened
+ * with uroce_packet_ops.open, every QP1 frame is taken.
  *
  * Local delivery, as a NIC does it: a frame sent to the interface's own MAC never comes back
  * from the wire. ETH_P_ALL (rather than 0x8915) is what makes the kernel show the receive socket
@@ -32,7 +37,8 @@
  * the kernel's UDP stack); VLAN tags (the kernel strips them into auxdata, which is not read;
  * the filter does not look at auxdata either, so a frame of a VLAN on this interface whose tag
  * the NIC stripped reaches the socket as if untagged); POLLOUT on uroce_backend_fd() (the
- * receive socket) does not tell when the transmit socket has room again.
+ * receive socket, or the epoll set holding it) does not tell when the transmit socket has room
+ * again.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -44,6 +50,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -52,10 +59,15 @@
 #include "host/share.h"
 #include "wire/bytes.h"
 
+#define SHARE_CHECK_EVERY 64
+
 struct pkt_be {
 	struct uroce_backend b;
 	int fd;	  /* receive: ETH_P_ALL, filtered */
 	int txfd; /* transmit: unbound */
+	int epfd; /* with a v1 membership file: fd and the file's watch; else -1 */
+	struct uroce_share_group *share; /* NULL: no membership file */
+	unsigned share_tick;
 	struct sockaddr_ll txaddr;
 	int ifindex;
 	uint32_t mtu;
@@ -74,8 +86,12 @@ static void pkt_close(struct uroce_backend *bb)
 {
 	struct pkt_be *b = (struct pkt_be *)bb;
 
-	if (b->fd >= 0)
+	if (b->share)
+		uroce_share_leave(b->share, b->fd); /* closes the fd */
+	else if (b->fd >= 0)
 		close(b->fd);
+	if (b->epfd >= 0)
+		close(b->epfd);
 	if (b->txfd >= 0)
 		close(b->txfd);
 	free(b->tf);
@@ -89,7 +105,26 @@ static void pkt_close(struct uroce_backend *bb)
 }
 
 
-static int pkt_open(const struct uroce_backend_cfg *cfg, struct uroce_backend **out)
+/* The filter without a membership file: cfg's QPNs, and every QP1 frame. */
+static int attach_alone(const struct uroce_backend_cfg *cfg, int fd)
+{
+	/* No QPN range (0/0): every QPN, RoCE v1 frames only all the same (ETH_P_ALL). */
+	struct sock_filter prog[UROCE_V1_FILTER_LEN];
+	uint32_t lo = cfg->qpn_lo, hi = cfg->qpn_hi;
+
+	if (!lo && !hi)
+		hi = 0xFFFFFF;
+	int len = uroce_v1_filter_prog(prog, UROCE_V1_FILTER_LEN, lo, hi, NULL, 0, -1);
+
+	if (len < 0)
+		return len;
+	struct sock_fprog fp = {.len = (unsigned short)len, .filter = prog};
+
+	return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &fp, sizeof(fp)) < 0 ? -errno : 0;
+}
+
+static int open_backend(const struct uroce_backend_cfg *cfg, const struct uroce_share_cfg *share,
+			struct uroce_backend **out)
 {
 	char ifname[IF_NAMESIZE] = "";
 	struct ifreq ifr;
@@ -130,6 +165,7 @@ static int pkt_open(const struct uroce_backend_cfg *cfg, struct uroce_backend **
 	b->b.port = cfg->port ? cfg->port : UROCE_UDP_PORT;
 	b->fd = fd;
 	b->txfd = -1;
+	b->epfd = -1;
 	b->ifindex = ifindex;
 	b->batch = cfg->batch ? cfg->batch : UROCE_BACKEND_BATCH;
 
@@ -150,27 +186,32 @@ static int pkt_open(const struct uroce_backend_cfg *cfg, struct uroce_backend **
 	b->mtu = (uint32_t)ifr.ifr_mtu;
 	b->slot = cfg->rx_slot ? cfg->rx_slot : b->mtu + UROCE_ETH_LEN + UROCE_VLAN_LEN;
 
-	/* No QPN range (0/0): every QPN, RoCE v1 frames only all the same (ETH_P_ALL). */
-	struct sock_filter prog[UROCE_V1_FILTER_LEN];
-	uint32_t lo = cfg->qpn_lo, hi = cfg->qpn_hi;
+	/* The filter goes on before bind(): no frame is queued unfiltered. */
+	r = share ? uroce_share_v1_join(share, fd, ifindex, &b->share) : -ENOTRECOVERABLE;
+	if (r == -ENOTRECOVERABLE)
+		r = attach_alone(cfg, fd);
+	if (r == 0 && b->share) {
+		struct epoll_event ev = {.events = EPOLLIN};
 
-	if (!lo && !hi)
-		hi = 0xFFFFFF;
-	int len = uroce_v1_filter_prog(prog, UROCE_V1_FILTER_LEN, lo, hi);
-
-	if (len < 0) {
-		uroce_backend_seterr(cfg, "RoCE v1 over AF_PACKET: bad QPN range %#x..%#x",
-				     cfg->qpn_lo, cfg->qpn_hi);
-		pkt_close(&b->b);
-		return len;
+		b->epfd = epoll_create1(EPOLL_CLOEXEC);
+		if (b->epfd < 0 || epoll_ctl(b->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ||
+		    epoll_ctl(b->epfd, EPOLL_CTL_ADD, uroce_share_fd(b->share), &ev) < 0)
+			r = -errno;
 	}
-	struct sock_fprog fp = {.len = (unsigned short)len, .filter = prog};
-
-	if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &fp, sizeof(fp)) < 0) {
-		r = -errno;
-		uroce_backend_seterr(cfg,
-				     "RoCE v1 over AF_PACKET: cannot attach the QPN filter: %s",
-				     strerror(-r));
+	if (r < 0) {
+		if (r == -EEXIST)
+			uroce_backend_seterr(cfg,
+					     "RoCE v1 over AF_PACKET: another process on %s uses "
+					     "QPNs %u..%u",
+					     ifname, share->qpn_lo, share->qpn_hi);
+		else if (r == -EINVAL)
+			uroce_backend_seterr(cfg, "RoCE v1 over AF_PACKET: bad QPN range %#x..%#x",
+					     cfg->qpn_lo, cfg->qpn_hi);
+		else
+			uroce_backend_seterr(cfg,
+					     "RoCE v1 over AF_PACKET: cannot attach the QPN "
+					     "filter: %s",
+					     strerror(-r));
 		pkt_close(&b->b);
 		return r;
 	}
@@ -221,9 +262,45 @@ static int pkt_open(const struct uroce_backend_cfg *cfg, struct uroce_backend **
 	return 0;
 }
 
+static int pkt_open(const struct uroce_backend_cfg *cfg, struct uroce_backend **out)
+{
+	return open_backend(cfg, NULL, out);
+}
+
+int uroce_packet_open_shared(const struct uroce_backend_cfg *cfg,
+			     const struct uroce_share_cfg *share, struct uroce_backend **out)
+{
+	if (!share || !share->rundir || share->qpn_lo > share->qpn_hi) {
+		uroce_backend_seterr(cfg, "RoCE v1 over AF_PACKET: sharing needs a run-time "
+					  "directory and a QPN range");
+		return -EINVAL;
+	}
+	return open_backend(cfg, share, out);
+}
+
+int uroce_packet_share_gsi(struct uroce_backend *bb, const struct uroce_share_cfg *share)
+{
+	struct pkt_be *b = (struct pkt_be *)uroce_backend_base(bb);
+
+	if (b->b.ops != &uroce_packet_ops)
+		return -EINVAL;
+	return b->share ? uroce_share_set_gsi(b->share, b->fd, share) : 0;
+}
+
 static int pkt_fd(const struct uroce_backend *bb)
 {
-	return ((const struct pkt_be *)bb)->fd;
+	const struct pkt_be *b = (const struct pkt_be *)bb;
+
+	return b->epfd >= 0 ? b->epfd : b->fd;
+}
+
+/* Membership changes (the filter follows the file): never per packet. */
+static void share_tick(struct pkt_be *b, int got)
+{
+	if (b->share && (got == 0 || ++b->share_tick >= SHARE_CHECK_EVERY)) {
+		b->share_tick = 0;
+		uroce_share_check(b->share, b->fd);
+	}
 }
 
 static int pkt_tx(struct uroce_backend *bb, const struct uroce_tx_desc *d, int n)
@@ -341,9 +418,11 @@ static int pkt_rx(struct uroce_backend *bb, struct uroce_rx_desc *out, int n)
 	int r = recvmmsg(b->fd, b->rmsg, (unsigned)n, MSG_DONTWAIT, NULL);
 
 	if (r < 0) {
-		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ENETDOWN)
+		r = -errno;
+		share_tick(b, 0);
+		if (r == -EAGAIN || r == -EWOULDBLOCK || r == -EINTR || r == -ENETDOWN)
 			return 0;
-		return -errno;
+		return r;
 	}
 	for (int j = 0; j < r; j++) {
 		int drop = finish_rx(b, j, &out[got]);
@@ -356,6 +435,7 @@ static int pkt_rx(struct uroce_backend *bb, struct uroce_rx_desc *out, int n)
 		b->b.cnt[UROCE_IO_RX_BYTES] += out[got].pkt.len;
 		got++;
 	}
+	share_tick(b, got);
 	return got;
 }
 

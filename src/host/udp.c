@@ -340,6 +340,19 @@ int uroce_udp_open_shared(const struct uroce_backend_cfg *cfg, const struct uroc
 	return open_backend(cfg, share, out);
 }
 
+int uroce_udp_share_gsi(struct uroce_backend *bb, const struct uroce_share_cfg *share)
+{
+	struct udp_be *b = (struct udp_be *)uroce_backend_base(bb);
+	int r = 0;
+
+	if (b->b.ops != &uroce_udp_ops)
+		return -EINVAL;
+	for (int i = 0; i < b->ns && r == 0; i++)
+		if (b->s[i].share)
+			r = uroce_share_set_gsi(b->s[i].share, b->s[i].fd, share);
+	return r;
+}
+
 static int udp_fd(const struct uroce_backend *bb)
 {
 	return ((const struct udp_be *)bb)->epfd;

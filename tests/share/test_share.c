@@ -4,8 +4,17 @@
  *
  *   test_share unit    the pure parts: compaction, the steering program and the RoCE v1 socket
  *                      filter (run by a small classic BPF interpreter written here from the
- *                      kernel's semantics), the membership file format, QPN slot collisions.
+ *                      kernel's semantics) on data packets and crafted CM MADs (claimed and
+ *                      unclaimed service IDs, replies to each member's comm IDs, other QP1
+ *                      traffic, truncated and VLAN-tagged frames), the programs' length limits,
+ *                      the membership file format with claims, QPN slot collisions.
+ *   test_share gsi     three forked processes on uroce_lo, two of them claiming services
+ *                      (uroce_ctx_gsi_steer): crafted QP1 datagrams sent to the device's address
+ *                      reach exactly the process the claims and comm ID slots name (counted by
+ *                      its backend: their ICRC is bad), conflicts are refused, and a leaving CM
+ *                      hands its MADs on.
  *   test_share v1self DEV   two QPs of one process on a RoCE v1 device (run by v1.sh).
+ *   test_share v1gsi DEV IF the gsi test on a RoCE v1 device, frames sent on IF (run by v1.sh).
  *   test_share procs   forked processes open uroce_lo (127.0.0.1) at once, each binding the same
  *                      (address, port); RC QPs in different processes exchange SEND and RDMA
  *                      WRITE, and no packet reaches a process that does not own its QP
@@ -21,6 +30,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/if_packet.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -40,7 +50,10 @@
 
 #include "../check.h"
 #include "host/ctx.h"
+#include "host/rundir.h"
 #include "host/share.h"
+
+#define FILE_MAX_TEST (128 << 10)
 
 /* ---- unit: a classic BPF interpreter for what uroce_share_prog() and uroce_v1_filter_prog()
  * emit ---------------------------------------------------------------------------------------- */
@@ -55,27 +68,39 @@ static uint32_t bpf_run(const struct sock_filter *p, int len, const uint8_t *pkt
 
 	for (int pc = 0; pc < len; pc++) {
 		const struct sock_filter *f = &p[pc];
-		uint64_t at;
+		uint64_t at = (uint64_t)f->k + (BPF_MODE(f->code) == BPF_IND ? x : 0);
 
 		switch (f->code) {
 		case BPF_LD | BPF_W | BPF_ABS:
 		case BPF_LD | BPF_W | BPF_IND:
-			at = (uint64_t)f->k + (BPF_MODE(f->code) == BPF_IND ? x : 0);
 			if (at + 4 > plen)
 				return 0;
 			a = (uint32_t)pkt[at] << 24 | (uint32_t)pkt[at + 1] << 16 |
 			    (uint32_t)pkt[at + 2] << 8 | pkt[at + 3];
 			break;
 		case BPF_LD | BPF_H | BPF_ABS:
-			if ((uint64_t)f->k + 2 > plen)
+		case BPF_LD | BPF_H | BPF_IND:
+			if (at + 2 > plen)
 				return 0;
-			a = (uint32_t)pkt[f->k] << 8 | pkt[f->k + 1];
+			a = (uint32_t)pkt[at] << 8 | pkt[at + 1];
+			break;
+		case BPF_LD | BPF_B | BPF_ABS:
+		case BPF_LD | BPF_B | BPF_IND:
+			if (at + 1 > plen)
+				return 0;
+			a = pkt[at];
 			break;
 		case BPF_LDX | BPF_W | BPF_IMM:
 			x = f->k;
 			break;
 		case BPF_ALU | BPF_AND | BPF_K:
 			a &= f->k;
+			break;
+		case BPF_ALU | BPF_RSH | BPF_K:
+			a >>= f->k;
+			break;
+		case BPF_JMP | BPF_JA:
+			pc += (int)f->k;
 			break;
 		case BPF_JMP | BPF_JEQ | BPF_K:
 			pc += a == f->k ? f->jt : f->jf;
@@ -95,6 +120,21 @@ static uint32_t bpf_run(const struct sock_filter *p, int len, const uint8_t *pkt
 	}
 	CHECKF(0, "program fell off its end");
 	return 0xFFFFFFFF;
+}
+
+/* What the kernel's checker (bpf_check_classic) asks: a length it takes, every jump inside. */
+static bool prog_sane(const struct sock_filter *p, int len)
+{
+	if (len < 1 || len > BPF_MAXINSNS || BPF_CLASS(p[len - 1].code) != BPF_RET)
+		return false;
+	for (int i = 0; i < len; i++) {
+		if (BPF_CLASS(p[i].code) != BPF_JMP)
+			continue;
+		if (BPF_OP(p[i].code) == BPF_JA ? (uint64_t)i + 1 + p[i].k >= (uint64_t)len
+						: i + 1 + p[i].jt >= len || i + 1 + p[i].jf >= len)
+			return false;
+	}
+	return true;
 }
 
 static uint32_t steer(const struct sock_filter *p, int len, uint32_t qpn)
@@ -139,28 +179,385 @@ static uint32_t v1_filter(const struct sock_filter *p, int plen, uint32_t qpn, b
 	return bpf_run(p, plen, f, len ? len : full);
 }
 
+/* ---- GSI (QP1) datagrams ------------------------------------------------------------------- */
+
+#define GSI_LEN (12 + 8 + 256 + 4) /* BTH, DETH, MAD, ICRC: a RoCE v2 UDP payload */
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+/*
+ * A UD SEND to QP1 carrying a MAD of class cls, attribute attr, whose CM message has w0 at
+ * offset 0 (local comm ID, SIDR request ID), w4 at 4 (remote comm ID) and sid at 8 (service ID).
+ * The ICRC is not computed (0xDEADBEEF: a receiving process counts an ICRC drop).
+ */
+static void gsi_payload(uint8_t *p, uint8_t cls, uint16_t attr, uint32_t w0, uint32_t w4,
+			uint64_t sid)
+{
+	memset(p, 0, GSI_LEN);
+	p[0] = 0x64; /* UD SEND only */
+	p[2] = p[3] = 0xFF;
+	p[7] = 1;		      /* destination QP 1 */
+	put_be32(p + 8, 0x123456);    /* PSN */
+	put_be32(p + 12, 0x80010000); /* DETH Q_Key */
+	p[19] = 1;		      /* DETH source QP 1 */
+	p[20] = 1;		      /* MAD base version */
+	p[21] = cls;		      /* management class */
+	p[22] = 2;		      /* class version */
+	p[23] = 3;		      /* method: Send */
+	put_be32(p + 28, 0xA1B2C3D4); /* TID */
+	p[36] = (uint8_t)(attr >> 8); /* attribute ID */
+	p[37] = (uint8_t)attr;
+	put_be32(p + 44, w0);
+	put_be32(p + 48, w4);
+	put_be32(p + 52, (uint32_t)(sid >> 32));
+	put_be32(p + 56, (uint32_t)sid);
+	put_be32(p + GSI_LEN - 4, 0xDEADBEEF); /* ICRC */
+}
+
+/* The same as a RoCE v1 frame: Ethernet (802.1Q tagged when vlan), GRH, then payload. */
+static uint32_t v1_frame(uint8_t *f, bool vlan, const uint8_t *payload, uint32_t plen)
+{
+	uint32_t e = vlan ? 18 : 14;
+
+	memset(f, 0, e + 40);
+	memcpy(f, "\x02\0\0\0\0\1\x02\0\0\0\0\2", 12);
+	if (vlan) {
+		f[12] = 0x81;
+		f[15] = 0x07;
+	}
+	f[e - 2] = 0x89;
+	f[e - 1] = 0x15;
+	f[e] = 0x60;
+	f[e + 4] = (uint8_t)(plen >> 8);
+	f[e + 5] = (uint8_t)plen;
+	f[e + 6] = 0x1B;
+	f[e + 7] = 1;
+	memcpy(f + e + 40, payload, plen);
+	return e + 40 + plen;
+}
+
+#define CM_REQ	    0x10
+#define CM_MRA	    0x11
+#define CM_REJ	    0x12
+#define CM_REP	    0x13
+#define CM_RTU	    0x14
+#define CM_DREQ	    0x15
+#define CM_DREP	    0x16
+#define CM_SIDR_REQ 0x17
+#define CM_SIDR_REP 0x18
+#define CM_LAP	    0x19
+
+/* RDMA CM's service ID for a TCP port space port. */
+#define SID_TCP(port) (0x0000000001060000ull | (port))
+
+/* A comm ID as the CM of slot issues it. */
+static uint32_t comm_id(uint32_t slot, uint32_t low)
+{
+	return slot << 20 | (low & 0xFFFFF);
+}
+
+static struct uroce_share_member member(int32_t pid, int slot, bool cm, int nids,
+					const uint64_t *ids)
+{
+	struct uroce_share_member m = {.pid = pid,
+				       .start = 7,
+				       .qpn_lo = UROCE_SHARE_QPN_BASE(slot),
+				       .qpn_hi = UROCE_SHARE_QPN_BASE(slot) + 2047,
+				       .cm = cm,
+				       .nids = nids};
+
+	if (nids)
+		memcpy(m.ids, ids, sizeof(ids[0]) * (size_t)nids);
+	return m;
+}
+
+static struct sock_filter prog[BPF_MAXINSNS], v1p[UROCE_SHARE_MAX_MEMBERS][BPF_MAXINSNS];
+
+/*
+ * Check one QP1 payload against the v2 program and every member's v1 filter (with and without
+ * a VLAN tag): the program returns want, and exactly the filter of member want accepts (none
+ * when want is negative: the program returns 0 and no filter accepts, as for a truncated one).
+ */
+static void gsi_case(const struct uroce_share_member *m, int n, const uint8_t *pl, uint32_t plen,
+		     int want, const char *what)
+{
+	int len = uroce_share_prog(prog, BPF_MAXINSNS, m, n);
+	uint32_t got = bpf_run(prog, len, pl, plen);
+	uint8_t f[18 + 40 + GSI_LEN];
+
+	CHECKF(got == (uint32_t)(want < 0 ? 0 : want), "%s: program says %u, want %d", what, got,
+	       want);
+	for (int v = 0; v < 2; v++) {
+		uint32_t flen = v1_frame(f, v == 1, pl, plen);
+
+		for (int i = 0; i < n; i++) {
+			int l = uroce_v1_filter_prog(v1p[i], BPF_MAXINSNS, m[i].qpn_lo, m[i].qpn_hi,
+						     m, n, i);
+			uint32_t r = bpf_run(v1p[i], l, f, flen);
+
+			CHECKF(r == (i == want ? 0xFFFFFFFFu : 0),
+			       "%s: v1 member %d (vlan %d): %#x", what, i, v, r);
+		}
+	}
+}
+
+static void test_gsi(void)
+{
+	static const uint64_t b_ids[] = {SID_TCP(5002), SID_TCP(18515), 0x0000000001060000ull};
+	/* Same low word as b's first, another high word; and a lone high word. */
+	static const uint64_t c_ids[] = {0x000000010106138Aull, 0x123456789ABCDEF0ull,
+					 SID_TCP(7000)};
+	struct uroce_share_member m[4] = {
+		member(100, 3, false, 0, NULL), /* a verbs program without CM */
+		member(101, 9, true, 3, b_ids), /* the first CM: the designated one */
+		member(102, 4095, true, 3, c_ids),
+		member(103, 0, true, 0, NULL), /* a CM (a client) that claims nothing */
+	};
+	uint8_t pl[GSI_LEN];
+	char what[96];
+	int n = 4, len;
+
+	len = uroce_share_prog(prog, BPF_MAXINSNS, m, n);
+	CHECK(len == uroce_share_prog_len(m, n) && prog_sane(prog, len));
+	CHECK(uroce_share_prog(prog, len - 1, m, n) == -ENOSPC);
+	CHECK(uroce_share_prog_fits(m, n));
+	/* Data QPNs are steered as before, whatever follows the BTH. */
+	for (int i = 0; i < n; i++) {
+		CHECK(steer(prog, len, m[i].qpn_lo + 7) == (uint32_t)i);
+		gsi_payload(pl, 0x07, CM_REQ, 0, 0, b_ids[0]);
+		pl[5] = (uint8_t)(m[i].qpn_hi >> 16);
+		pl[6] = (uint8_t)(m[i].qpn_hi >> 8);
+		pl[7] = (uint8_t)m[i].qpn_hi;
+		CHECK(bpf_run(prog, len, pl, GSI_LEN) == (uint32_t)i);
+	}
+	CHECK(steer(prog, len, 0xFFFFFF) == 0);
+	/* REQ and SIDR_REQ: the claimer, else the designated CM. */
+	for (int s = 0; s < 2; s++) {
+		uint16_t attr = s ? CM_SIDR_REQ : CM_REQ;
+
+		for (int k = 0; k < 3; k++) {
+			gsi_payload(pl, 0x07, attr, comm_id(0, 5), 0, b_ids[k]);
+			snprintf(what, sizeof(what), "attr %#x sid %#llx", attr,
+				 (unsigned long long)b_ids[k]);
+			gsi_case(m, n, pl, GSI_LEN, 1, what);
+			gsi_payload(pl, 0x07, attr, comm_id(0, 5), 0, c_ids[k]);
+			snprintf(what, sizeof(what), "attr %#x sid %#llx", attr,
+				 (unsigned long long)c_ids[k]);
+			gsi_case(m, n, pl, GSI_LEN, 2, what);
+		}
+		static const uint64_t nobody[] = {SID_TCP(5003), 0x0000000101061389ull,
+						  0x123456789ABCDEF1ull, 0x123456780106138Aull, 0};
+
+		for (int k = 0; k < 5; k++) {
+			gsi_payload(pl, 0x07, attr, 0, 0, nobody[k]);
+			snprintf(what, sizeof(what), "attr %#x unclaimed sid %#llx", attr,
+				 (unsigned long long)nobody[k]);
+			gsi_case(m, n, pl, GSI_LEN, 1, what);
+		}
+	}
+	/* Replies: the member whose slot issued the remote comm ID (request ID for SIDR_REP). */
+	static const uint16_t replies[] = {CM_MRA,  CM_REJ,  CM_REP,	 CM_RTU,
+					   CM_DREQ, CM_DREP, CM_SIDR_REP};
+
+	for (int r = 0; r < 7; r++) {
+		bool sidr = replies[r] == CM_SIDR_REP;
+
+		for (int i = 0; i < n; i++) {
+			uint32_t id = comm_id(UROCE_SHARE_SLOT_OF(m[i].qpn_lo), 0xABCDE);
+			/* The other word names someone else: it must not be looked at. */
+			uint32_t other = comm_id(UROCE_SHARE_SLOT_OF(m[(i + 1) % n].qpn_lo), 1);
+
+			gsi_payload(pl, 0x07, replies[r], sidr ? id : other, sidr ? other : id,
+				    b_ids[0]);
+			snprintf(what, sizeof(what), "attr %#x to member %d's slot", replies[r], i);
+			/* A member without a CM issues no comm ID: the designated CM answers. */
+			gsi_case(m, n, pl, GSI_LEN, m[i].cm ? i : 1, what);
+		}
+		gsi_payload(pl, 0x07, replies[r], comm_id(77, 1), comm_id(77, 1), 0);
+		snprintf(what, sizeof(what), "attr %#x to nobody's slot", replies[r]);
+		gsi_case(m, n, pl, GSI_LEN, 1, what);
+	}
+	/* Not CM, or a CM attribute not steered (LAP, ClassPortInfo): the designated CM. */
+	gsi_payload(pl, 0x04, CM_REQ, 0, 0, c_ids[0]);
+	gsi_case(m, n, pl, GSI_LEN, 1, "PerfMgt class");
+	gsi_payload(pl, 0x07, CM_LAP, 0, comm_id(4095, 1), 0);
+	gsi_case(m, n, pl, GSI_LEN, 1, "LAP");
+	gsi_payload(pl, 0x07, 0x0001, 0, comm_id(4095, 1), c_ids[0]);
+	gsi_case(m, n, pl, GSI_LEN, 1, "ClassPortInfo");
+	gsi_payload(pl, 0x07, 0x0010 | 0x0100, 0, 0, c_ids[0]);
+	gsi_case(m, n, pl, GSI_LEN, 1, "attribute 0x110");
+	/* Truncated: a failed load is index 0 (v2) and a drop (v1). Whole fields still work. */
+	gsi_payload(pl, 0x07, CM_REQ, 0, 0, c_ids[1]);
+	gsi_case(m, n, pl, 60, 2, "REQ cut after the service ID");
+	gsi_case(m, n, pl, 59, -1, "REQ cut in the service ID");
+	gsi_case(m, n, pl, 55, -1, "REQ cut after the high word");
+	gsi_case(m, n, pl, 37, -1, "cut in the attribute");
+	gsi_case(m, n, pl, 21, -1, "cut before the class");
+	gsi_payload(pl, 0x07, CM_REP, 0, comm_id(4095, 3), 0);
+	gsi_case(m, n, pl, 52, 2, "REP cut after the remote comm ID");
+	gsi_case(m, n, pl, 51, -1, "REP cut in the remote comm ID");
+	gsi_payload(pl, 0x07, CM_SIDR_REP, comm_id(4095, 3), 0, 0);
+	gsi_case(m, n, pl, 48, 2, "SIDR_REP cut after the request ID");
+	gsi_case(m, n, pl, 47, -1, "SIDR_REP cut in the request ID");
+
+	/* Nobody runs a CM: QP1 to index 0 (v2) and to every process (v1), as before claims. */
+	struct uroce_share_member plain[3] = {member(200, 1, false, 0, NULL),
+					      member(201, 2, false, 0, NULL),
+					      member(202, 3, false, 0, NULL)};
+
+	len = uroce_share_prog(prog, BPF_MAXINSNS, plain, 3);
+	CHECK(prog_sane(prog, len));
+	gsi_payload(pl, 0x07, CM_REP, 0, comm_id(2, 1), 0);
+	CHECK(bpf_run(prog, len, pl, GSI_LEN) == 0);
+	gsi_payload(pl, 0x07, CM_REQ, 0, 0, SID_TCP(1));
+	CHECK(bpf_run(prog, len, pl, GSI_LEN) == 0);
+	for (int i = 0; i < 3; i++) {
+		int l = uroce_v1_filter_prog(v1p[0], BPF_MAXINSNS, plain[i].qpn_lo, plain[i].qpn_hi,
+					     plain, 3, i);
+		uint8_t f[18 + 40 + GSI_LEN];
+
+		CHECK(l == UROCE_V1_FILTER_LEN && l == uroce_v1_filter_len(plain, 3, i));
+		CHECK(bpf_run(v1p[0], l, f, v1_frame(f, i == 1, pl, GSI_LEN)) == 0xFFFFFFFF);
+		CHECK(v1_filter(v1p[0], l, plain[i].qpn_lo, false, 0x8915, 0) == 0xFFFFFFFF);
+		CHECK(v1_filter(v1p[0], l, plain[(i + 1) % 3].qpn_lo, false, 0x8915, 0) == 0);
+	}
+	/* Some member runs a CM: a member that does not gets no QP1 frame, its QPNs still. */
+	plain[2].cm = true;
+	len = uroce_v1_filter_prog(v1p[0], BPF_MAXINSNS, plain[0].qpn_lo, plain[0].qpn_hi, plain, 3,
+				   0);
+	CHECK(len == UROCE_V1_FILTER_LEN && prog_sane(v1p[0], len));
+	CHECK(v1_filter(v1p[0], len, 1, false, 0x8915, 0) == 0);
+	CHECK(v1_filter(v1p[0], len, plain[0].qpn_lo, true, 0x8915, 0) == 0xFFFFFFFF);
+	CHECK(uroce_v1_filter_len(plain, 3, 3) == -EINVAL);
+	/* A CM member's filter still drops other QPNs and other Ethertypes. */
+	len = uroce_v1_filter_prog(v1p[0], BPF_MAXINSNS, m[2].qpn_lo, m[2].qpn_hi, m, n, 2);
+	CHECK(len == uroce_v1_filter_len(m, n, 2) && prog_sane(v1p[0], len));
+	CHECK(uroce_v1_filter_prog(v1p[0], len - 1, m[2].qpn_lo, m[2].qpn_hi, m, n, 2) == -ENOSPC);
+	CHECK(v1_filter(v1p[0], len, m[2].qpn_lo, false, 0x8915, 0) == 0xFFFFFFFF);
+	CHECK(v1_filter(v1p[0], len, m[1].qpn_lo, false, 0x8915, 0) == 0);
+	CHECK(v1_filter(v1p[0], len, 1, false, 0x0800, 0) == 0);
+	uint8_t f[18 + 40 + GSI_LEN];
+
+	gsi_payload(pl, 0x07, CM_REQ, 0, 0, c_ids[1]);
+	uint32_t flen = v1_frame(f, false, pl, GSI_LEN);
+
+	f[12] = 0x86;
+	f[13] = 0xDD; /* IPv6, not RoCE v1 */
+	CHECK(bpf_run(v1p[0], len, f, flen) == 0);
+}
+
+/* The longest programs: every member, every claim the budget allows; the kernel's limits hold. */
+static void test_prog_limits(void)
+{
+	static struct uroce_share_member m[UROCE_SHARE_MAX_MEMBERS];
+	const int max = UROCE_SHARE_MAX_MEMBERS;
+	uint8_t pl[GSI_LEN];
+	int len, total = 0;
+
+	/* Every member with every claim: far too long, refused. */
+	for (int i = 0; i < max; i++) {
+		m[i] = member(1 + i, i, true, 0, NULL);
+		m[i].nids = UROCE_SHARE_MAX_CLAIMS;
+		for (int j = 0; j < UROCE_SHARE_MAX_CLAIMS; j++)
+			m[i].ids[j] = ((uint64_t)(j % 3) << 32) | (uint32_t)(i * 64 + j);
+	}
+	CHECK(uroce_share_prog_len(m, max) > BPF_MAXINSNS);
+	CHECK(!uroce_share_prog_fits(m, max));
+	CHECK(uroce_share_prog(prog, BPF_MAXINSNS, m, max) == -E2BIG);
+	CHECK(uroce_share_prog_len(m, max + 1) == -EINVAL);
+	m[0].nids = UROCE_SHARE_MAX_CLAIMS + 1;
+	CHECK(uroce_share_prog_len(m, 1) == -EINVAL);
+	m[0].nids = UROCE_SHARE_MAX_CLAIMS;
+	/* Give members claims (three high words each: the costly case) while the program fits
+	 * with room for everyone; then the full group must fit the kernel. */
+	int n = 0;
+
+	while (n < max) {
+		m[n].nids = UROCE_SHARE_MAX_CLAIMS;
+		if (!uroce_share_prog_fits(m, n + 1)) {
+			m[n].nids = 0;
+			break;
+		}
+		total += UROCE_SHARE_MAX_CLAIMS;
+		n++;
+	}
+	fprintf(stderr, "claims budget: %d members with %d claims (3 high words) fit\n", n,
+		UROCE_SHARE_MAX_CLAIMS);
+	CHECK(n > 10 && n < max);
+	for (int i = n; i < max; i++)
+		m[i].nids = 0;
+	len = uroce_share_prog(prog, BPF_MAXINSNS, m, max);
+	CHECKF(len > 0 && prog_sane(prog, len), "%d", len);
+	for (int i = 0; i < n; i += 5) {
+		for (int j = 0; j < UROCE_SHARE_MAX_CLAIMS; j += 7) {
+			gsi_payload(pl, 0x07, CM_REQ, 0, 0, m[i].ids[j]);
+			CHECKF(bpf_run(prog, len, pl, GSI_LEN) == (uint32_t)i, "member %d claim %d",
+			       i, j);
+		}
+	}
+	for (int i = 0; i < max; i += 13) {
+		gsi_payload(pl, 0x07, CM_RTU, 0, comm_id((uint32_t)i, 9), 0);
+		CHECK(bpf_run(prog, len, pl, GSI_LEN) == (uint32_t)i);
+		CHECK(steer(prog, len, m[i].qpn_hi) == (uint32_t)i);
+	}
+	gsi_payload(pl, 0x07, CM_REQ, 0, 0, 0x0000000300000000ull);
+	CHECK(bpf_run(prog, len, pl, GSI_LEN) == 0); /* unclaimed: the first CM */
+	/* The same claims on the v1 list: every member's filter fits; the designated one (0)
+	 * carries everyone else's claims. */
+	for (int i = 0; i < max; i += 51) {
+		int l = uroce_v1_filter_prog(v1p[0], BPF_MAXINSNS, m[i].qpn_lo, m[i].qpn_hi, m, max,
+					     i);
+
+		CHECKF(l > 0 && prog_sane(v1p[0], l), "member %d: %d", i, l);
+	}
+	/* Claims with one high word (RDMA CM's) are cheaper: 1 instruction each plus 4. */
+	for (int i = 0; i < max; i++)
+		for (int j = 0; j < UROCE_SHARE_MAX_CLAIMS; j++)
+			m[i].ids[j] = SID_TCP((uint32_t)(i * 64 + j));
+	int n1 = 0;
+
+	for (int i = 0; i < max; i++)
+		m[i].nids = 0;
+	while (n1 < max) {
+		m[n1].nids = UROCE_SHARE_MAX_CLAIMS;
+		if (!uroce_share_prog_fits(m, n1 + 1)) {
+			m[n1].nids = 0;
+			break;
+		}
+		n1++;
+	}
+	fprintf(stderr, "claims budget: %d members with %d RDMA CM claims fit\n", n1,
+		UROCE_SHARE_MAX_CLAIMS);
+	CHECK(n1 > n && n1 * UROCE_SHARE_MAX_CLAIMS >= 2048);
+	len = uroce_share_prog(prog, BPF_MAXINSNS, m, max);
+	CHECK(len > 0 && prog_sane(prog, len));
+	(void)total;
+}
+
 static void test_v1_filter(void)
 {
 	struct sock_filter p[UROCE_V1_FILTER_LEN];
 	uint32_t lo = UROCE_SHARE_QPN_BASE(77), hi = lo + UROCE_SHARE_SLOT_QPNS - 1;
-	int n = uroce_v1_filter_prog(p, UROCE_V1_FILTER_LEN, lo, hi);
+	int n = uroce_v1_filter_prog(p, UROCE_V1_FILTER_LEN, lo, hi, NULL, 0, -1);
 
 	CHECK(n == UROCE_V1_FILTER_LEN);
-	CHECK(uroce_v1_filter_prog(p, n - 1, lo, hi) == -ENOSPC);
-	CHECK(uroce_v1_filter_prog(p, n, hi, lo) == -EINVAL);
-	CHECK(uroce_v1_filter_prog(p, n, 0, 0x1000000) == -EINVAL);
-	/* The last instruction returns, and no jump leaves the program. */
-	CHECK(BPF_CLASS(p[n - 1].code) == BPF_RET);
-	for (int i = 0; i < n; i++)
-		if (BPF_CLASS(p[i].code) == BPF_JMP)
-			CHECKF(i + 1 + p[i].jt < n && i + 1 + p[i].jf < n, "jump at %d", i);
+	CHECK(uroce_v1_filter_prog(p, n - 1, lo, hi, NULL, 0, -1) == -ENOSPC);
+	CHECK(uroce_v1_filter_prog(p, n, hi, lo, NULL, 0, -1) == -EINVAL);
+	CHECK(uroce_v1_filter_prog(p, n, 0, 0x1000000, NULL, 0, -1) == -EINVAL);
+	CHECK(prog_sane(p, n));
 	for (int v = 0; v < 2; v++) {
 		bool vl = v == 1;
 
 		CHECK(v1_filter(p, n, lo, vl, 0x8915, 0) == 0xFFFFFFFF);
 		CHECK(v1_filter(p, n, hi, vl, 0x8915, 0) == 0xFFFFFFFF);
 		CHECK(v1_filter(p, n, lo + 1000, vl, 0x8915, 0) == 0xFFFFFFFF);
-		/* QP1: every process (the GSI HOOK). */
+		/* QP1 without a membership list: every process. */
 		CHECK(v1_filter(p, n, 1, vl, 0x8915, 0) == 0xFFFFFFFF);
 		CHECK(v1_filter(p, n, lo - 1, vl, 0x8915, 0) == 0); /* the slot before */
 		CHECK(v1_filter(p, n, hi + 1, vl, 0x8915, 0) == 0); /* the slot after */
@@ -179,13 +576,13 @@ static void test_v1_filter(void)
 		CHECK(v1_filter(p, n, lo, vl, 0x8915, 13) == 0);
 	}
 	/* A range of one QPN (QP1 is still accepted). */
-	n = uroce_v1_filter_prog(p, UROCE_V1_FILTER_LEN, 0x400, 0x400);
+	n = uroce_v1_filter_prog(p, UROCE_V1_FILTER_LEN, 0x400, 0x400, NULL, 0, -1);
 	CHECK(v1_filter(p, n, 0x400, false, 0x8915, 0) == 0xFFFFFFFF);
 	CHECK(v1_filter(p, n, 0x3FF, false, 0x8915, 0) == 0);
 	CHECK(v1_filter(p, n, 0x401, false, 0x8915, 0) == 0);
 	CHECK(v1_filter(p, n, 1, false, 0x8915, 0) == 0xFFFFFFFF);
 	/* Every QPN (what packet.c attaches without a range): RoCE v1 frames only. */
-	n = uroce_v1_filter_prog(p, UROCE_V1_FILTER_LEN, 0, 0xFFFFFF);
+	n = uroce_v1_filter_prog(p, UROCE_V1_FILTER_LEN, 0, 0xFFFFFF, NULL, 0, -1);
 	CHECK(v1_filter(p, n, 0, false, 0x8915, 0) == 0xFFFFFFFF);
 	CHECK(v1_filter(p, n, 0xFFFFFF, true, 0x8915, 0) == 0xFFFFFFFF);
 	CHECK(v1_filter(p, n, 5, false, 0x0800, 0) == 0);
@@ -193,8 +590,8 @@ static void test_v1_filter(void)
 	struct sock_filter q[UROCE_V1_FILTER_LEN];
 	uint32_t lo2 = UROCE_SHARE_QPN_BASE(78), hi2 = lo2 + UROCE_SHARE_SLOT_QPNS - 1;
 
-	n = uroce_v1_filter_prog(p, UROCE_V1_FILTER_LEN, lo, hi);
-	CHECK(uroce_v1_filter_prog(q, UROCE_V1_FILTER_LEN, lo2, hi2) == n);
+	n = uroce_v1_filter_prog(p, UROCE_V1_FILTER_LEN, lo, hi, NULL, 0, -1);
+	CHECK(uroce_v1_filter_prog(q, UROCE_V1_FILTER_LEN, lo2, hi2, NULL, 0, -1) == n);
 	for (uint32_t qpn = lo - 3; qpn <= hi2 + 3; qpn += 7) {
 		int a = v1_filter(p, n, qpn, false, 0x8915, 0) != 0;
 		int b = v1_filter(q, n, qpn, false, 0x8915, 0) != 0;
@@ -203,11 +600,75 @@ static void test_v1_filter(void)
 	}
 }
 
+static bool same_member(const struct uroce_share_member *a, const struct uroce_share_member *b)
+{
+	/* Field by field: the struct has padding. */
+	return a->pid == b->pid && a->start == b->start && a->qpn_lo == b->qpn_lo &&
+	       a->qpn_hi == b->qpn_hi && a->cm == b->cm && a->nids == b->nids &&
+	       memcmp(a->ids, b->ids, sizeof(a->ids[0]) * (size_t)a->nids) == 0;
+}
+
+static void test_format(void)
+{
+	static const uint64_t ids[] = {SID_TCP(5002), 0, 0xFFFFFFFFFFFFFFFFull, 0x10};
+	struct uroce_share_member c[4] = {
+		member(100, 3, false, 0, NULL), member(101, 4, true, 4, ids),
+		member(102, 5, true, 0, NULL), member(103, 6, true, 1, ids + 2)};
+	static struct uroce_share_member back[8];
+	static char buf[FILE_MAX_TEST];
+	uint64_t gen;
+	int len;
+
+	len = uroce_share_format(buf, sizeof(buf), 42, c, 4);
+	CHECK(len > 0 && (size_t)len == strlen(buf));
+	/* Lines without a CM are what files held before claims; the others add to them. */
+	CHECKF(strstr(buf, "gen 42\n100 7 6400 8447\n101 7 8448 10495 cm 0x106138a 0x0 "
+			   "0xffffffffffffffff 0x10\n102 7 10496 12543 cm\n") == buf,
+	       "%s", buf);
+	CHECK(uroce_share_parse(buf, &gen, back, 8) == 4 && gen == 42);
+	for (int i = 0; i < 4; i++)
+		CHECKF(same_member(&back[i], &c[i]), "member %d", i);
+	CHECK(uroce_share_parse(buf, &gen, back, 3) == -ENOSPC);
+	CHECK(uroce_share_parse("", &gen, back, 8) == 0 && gen == 0);
+	CHECK(uroce_share_parse("gen 1\n12 3 4 9\n", &gen, back, 8) == 1 && !back[0].cm &&
+	      back[0].nids == 0);
+	CHECK(uroce_share_parse("gen 1\n12 3 4 9 cm 0xA\n", &gen, back, 8) == 1 && back[0].cm &&
+	      back[0].nids == 1 && back[0].ids[0] == 10);
+	static const char *const bad[] = {
+		"gen 1\n12 3 4\n",
+		"gen 1\n12 3 9 4\n", /* lo > hi */
+		"gen 1\n12 3 4 9",   /* no newline */
+		"gen 1\n12 3 4 9 \n",
+		"gen 1\n12 3 4 9 cm \n",
+		"gen 1\n12 3 4 9 cmx\n",
+		"gen 1\n12 3 4 9 cm 12\n",
+		"gen 1\n12 3 4 9 cm 0x\n",
+		"gen 1\n12 3 4 9 cm 0xG\n",
+		"gen 1\n12 3 4 9 cm 0x11112222333344445\n",
+		"gen 1\n12 3 4 9 0x1\n",
+		"gen 1\n12 3 4 9 cm 0x1  0x2\n",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECKF(uroce_share_parse(bad[i], &gen, back, 8) == -EBADMSG, "%s", bad[i]);
+	/* At most UROCE_SHARE_MAX_CLAIMS claims on a line. */
+	struct uroce_share_member big = member(9, 9, true, UROCE_SHARE_MAX_CLAIMS,
+					       (const uint64_t[UROCE_SHARE_MAX_CLAIMS]){1, 2, 3});
+
+	len = uroce_share_format(buf, sizeof(buf), 1, &big, 1);
+	CHECK(len > 0 && uroce_share_parse(buf, &gen, back, 8) == 1 && same_member(&back[0], &big));
+	strcpy(buf + len - 1, " 0x5\n");
+	CHECK(uroce_share_parse(buf, &gen, back, 8) == -EBADMSG);
+	CHECK(uroce_share_format(buf, 10, 42, c, 3) == -ENOSPC);
+	CHECK(uroce_share_format(buf, 60, 42, c, 2) == -ENOSPC); /* in the claims */
+}
+
 static void test_unit(const char *tmp)
 {
 	test_v1_filter();
-	struct uroce_share_member m[UROCE_SHARE_MAX_MEMBERS];
-	static struct sock_filter prog[UROCE_SHARE_PROG_LEN(UROCE_SHARE_MAX_MEMBERS)];
+	test_gsi();
+	test_prog_limits();
+	test_format();
+	static struct uroce_share_member m[UROCE_SHARE_MAX_MEMBERS];
 	int n = 5, len;
 
 	for (int i = 0; i < n; i++)
@@ -216,8 +677,8 @@ static void test_unit(const char *tmp)
 						   .qpn_lo = UROCE_SHARE_QPN_BASE(10 * i + 3),
 						   .qpn_hi =
 							   UROCE_SHARE_QPN_BASE(10 * i + 3) + 1023};
-	len = uroce_share_prog(prog, UROCE_SHARE_PROG_LEN(n), m, n);
-	CHECK(len == UROCE_SHARE_PROG_LEN(n));
+	len = uroce_share_prog(prog, BPF_MAXINSNS, m, n);
+	CHECK(len == uroce_share_prog_len(m, n) && prog_sane(prog, len));
 	CHECK(uroce_share_prog(prog, len - 1, m, n) == -ENOSPC);
 	for (int i = 0; i < n; i++) {
 		CHECK(steer(prog, len, m[i].qpn_lo) == (uint32_t)i);
@@ -226,7 +687,7 @@ static void test_unit(const char *tmp)
 		CHECK(steer(prog, len, m[i].qpn_lo - 1) == 0); /* between slots: default */
 		CHECK(steer(prog, len, m[i].qpn_hi + 1) == 0);
 	}
-	CHECK(steer(prog, len, 1) == 0);	/* GSI: index 0 (the CM hook) */
+	CHECK(steer(prog, len, 1) == 0);	/* GSI without a CM member: index 0 */
 	CHECK(steer(prog, len, 0xFFFFFF) == 0); /* nobody's */
 	/* The byte before the QPN (BTH byte 4, reserved) is masked off. */
 	uint8_t bth[12] = {0, 0, 0, 0, 0xAB};
@@ -246,39 +707,19 @@ static void test_unit(const char *tmp)
 	CHECK(uroce_share_compact(c, 4, 3) == 3); /* the last: nothing moves */
 	CHECK(c[0].pid == 100 && c[1].pid == 104 && c[2].pid == 102);
 	CHECK(uroce_share_compact(c, 3, 3) == -EINVAL);
-	len = uroce_share_prog(prog, UROCE_SHARE_PROG_LEN(3), c, 3);
+	len = uroce_share_prog(prog, BPF_MAXINSNS, c, 3);
 	CHECK(steer(prog, len, m[4].qpn_lo) == 1 && steer(prog, len, m[1].qpn_lo) == 0);
 
-	/* The longest program keeps every jump short and every member reachable. */
+	/* The longest program without claims keeps every member reachable. */
 	for (int i = 0; i < UROCE_SHARE_MAX_MEMBERS; i++)
 		m[i] = (struct uroce_share_member){.pid = 1 + i,
 						   .qpn_lo = UROCE_SHARE_QPN_BASE(i),
 						   .qpn_hi = UROCE_SHARE_QPN_BASE(i) + 2047};
-	len = uroce_share_prog(prog, UROCE_SHARE_PROG_LEN(UROCE_SHARE_MAX_MEMBERS), m,
-			       UROCE_SHARE_MAX_MEMBERS);
-	CHECK(len > 0 && len <= BPF_MAXINSNS);
+	len = uroce_share_prog(prog, BPF_MAXINSNS, m, UROCE_SHARE_MAX_MEMBERS);
+	CHECK(len > 0 && prog_sane(prog, len));
 	for (int i = 0; i < UROCE_SHARE_MAX_MEMBERS; i += 17)
 		CHECK(steer(prog, len, m[i].qpn_lo + 1) == (uint32_t)i);
 	CHECK(uroce_share_prog(prog, len, m, UROCE_SHARE_MAX_MEMBERS + 1) == -EINVAL);
-
-	/* The file format round-trips; damage is refused. */
-	char buf[4096];
-	struct uroce_share_member back[8];
-	uint64_t gen;
-
-	len = uroce_share_format(buf, sizeof(buf), 42, c, 3);
-	CHECK(len > 0);
-	CHECK(uroce_share_parse(buf, &gen, back, 8) == 3 && gen == 42);
-	/* Field by field: the struct has padding after pid. */
-	for (int i = 0; i < 3; i++)
-		CHECK(back[i].pid == c[i].pid && back[i].start == c[i].start &&
-		      back[i].qpn_lo == c[i].qpn_lo && back[i].qpn_hi == c[i].qpn_hi);
-	CHECK(uroce_share_parse(buf, &gen, back, 2) == -ENOSPC);
-	CHECK(uroce_share_parse("", &gen, back, 8) == 0 && gen == 0);
-	CHECK(uroce_share_parse("gen 1\n12 3 4\n", &gen, back, 8) == -EBADMSG);
-	CHECK(uroce_share_parse("gen 1\n12 3 9 4\n", &gen, back, 8) == -EBADMSG); /* lo > hi */
-	CHECK(uroce_share_parse("gen 1\n12 3 4 9", &gen, back, 8) == -EBADMSG);	  /* no newline */
-	CHECK(uroce_share_format(buf, 10, 42, c, 3) == -ENOSPC);
 
 	/* Process identity: ourselves, and a child that is a zombie (its sockets are closed). */
 	uint64_t s1, s2;
@@ -330,6 +771,8 @@ enum op {
 	OP_WAIT_RECV,
 	OP_CHECK,
 	OP_CNT,
+	OP_STEER,
+	OP_IO,
 	OP_EXIT
 };
 
@@ -339,6 +782,8 @@ struct cmd {
 	int qp; /* local QP index */
 	uint32_t qpn, len, seed, rkey;
 	uint64_t raddr;
+	int nids; /* OP_STEER: ids[0..nids), more than 4: that many made-up ones */
+	uint64_t ids[4];
 };
 
 struct rep {
@@ -346,6 +791,8 @@ struct rep {
 	uint32_t qpn, rkey;
 	uint64_t addr;
 	uint64_t drop_no_qp, rcvd, retrans;
+	uint64_t io_rx; /* OP_IO: datagrams or frames context 0's backends took in */
+	uint32_t slot;	/* OP_IO: uroce_ctx_slot */
 };
 
 #define WQ     8
@@ -595,6 +1042,22 @@ static void worker_main(int sk)
 		case OP_CHECK:
 			r.rc = same(W->mem[m.qp] + WR_OFF, m.len, m.seed) ? 0 : -EBADMSG;
 			break;
+		case OP_STEER: {
+			uint64_t many[UROCE_SHARE_MAX_CLAIMS + 1];
+
+			for (int i = 0; i < UROCE_SHARE_MAX_CLAIMS + 1; i++)
+				many[i] = 0x7700000000000000ull + (uint64_t)i;
+			r.rc = uroce_ctx_gsi_steer(W->ctx[0], m.nids > 4 ? many : m.ids, m.nids);
+			break;
+		}
+		case OP_IO:
+			/* Crafted MADs carry a bad ICRC: counted, never passed to the engine. */
+			for (int k = UROCE_IO_RX_PKTS; k <= UROCE_IO_RX_DROP_NOT_FOR_US; k++)
+				if (k != UROCE_IO_RX_BYTES)
+					r.io_rx += uroce_ctx_io_counter(W->ctx[0],
+									(enum uroce_io_counter)k);
+			r.slot = uroce_ctx_slot(W->ctx[0]);
+			break;
 		case OP_CNT:
 			for (int c = 0; c < 2; c++) {
 				if (!W->ctx[c])
@@ -807,18 +1270,22 @@ static int lo_up(void)
 	return rc;
 }
 
-static void test_procs(const char *rundir)
+/* As root, a network namespace of its own (lo up) and port 4791; else the host's, port 24797. */
+static unsigned net_setup(void)
 {
-	unsigned port = 4791;
-
 	if (geteuid() == 0 && unshare(CLONE_NEWNET) == 0 && lo_up() == 0) {
 		unsetenv("UROCE_PORT");
 		fprintf(stderr, "a network namespace of its own, port 4791\n");
-	} else {
-		port = 24797;
-		setenv("UROCE_PORT", "24797", 1);
-		fprintf(stderr, "no network namespace: the host's loopback, port %u\n", port);
+		return 4791;
 	}
+	setenv("UROCE_PORT", "24797", 1);
+	fprintf(stderr, "no network namespace: the host's loopback, port 24797\n");
+	return 24797;
+}
+
+static void test_procs(const char *rundir)
+{
+	unsigned port = net_setup();
 	struct sockaddr_in a = {.sin_family = AF_INET,
 				.sin_port = htons((uint16_t)port),
 				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -907,6 +1374,213 @@ static void test_procs(const char *rundir)
 		close(fd);
 }
 
+/* ---- gsi: CM MADs reach the process that claims them ----------------------------------------- */
+
+/*
+ * How crafted QP1 MADs are sent: a UDP datagram to (127.0.0.1, port) (RoCE v2), or a RoCE v1
+ * frame sent on interface ifindex to its own MAC, which the device's processes take from the
+ * kernel as it leaves (packet.c's local delivery).
+ */
+struct mad_tx {
+	int fd;
+	struct sockaddr_in to;	 /* v2 */
+	int ifindex;		 /* v1, else 0 */
+	uint8_t mac[6], gid[16]; /* v1: the interface's MAC, the device's IPv4 GID */
+};
+
+static int mad_send(const struct mad_tx *t, const uint8_t *pl, bool vlan)
+{
+	uint8_t f[18 + 40 + GSI_LEN];
+
+	if (!t->ifindex)
+		return sendto(t->fd, pl, GSI_LEN, 0, (const struct sockaddr *)&t->to,
+			      sizeof(t->to)) == GSI_LEN
+			       ? 0
+			       : -errno;
+	uint32_t len = v1_frame(f, vlan, pl, GSI_LEN), e = vlan ? 18 : 14;
+	struct sockaddr_ll ll = {
+		.sll_family = AF_PACKET, .sll_ifindex = t->ifindex, .sll_halen = 6};
+
+	memcpy(f, t->mac, 6);
+	memcpy(f + 6, t->mac, 6);
+	memcpy(f + e + 8, t->gid, 16);	/* source GID */
+	memcpy(f + e + 24, t->gid, 16); /* destination GID */
+	memcpy(ll.sll_addr, t->mac, 6);
+	return sendto(t->fd, f, len, 0, (const struct sockaddr *)&ll, sizeof(ll)) == (ssize_t)len
+		       ? 0
+		       : -errno;
+}
+
+/*
+ * Send one MAD and see which of ps[0..n) takes it in (2 s at most): exactly ps[want], nobody
+ * else (waiting a little longer so that a duplicate would be seen).
+ */
+static void mad_expect(const struct mad_tx *t, struct proc **ps, int n, const uint8_t *pl,
+		       bool vlan, int want, const char *what)
+{
+	uint64_t before[8], now[8];
+	int got = -1, settle = 0;
+
+	for (int i = 0; i < n; i++)
+		before[i] = call(ps[i], (struct cmd){.op = OP_IO}).io_rx;
+	int rc = mad_send(t, pl, vlan);
+
+	CHECKF(rc == 0, "%s: send: %s", what, strerror(-rc));
+	for (int round = 0; round < 200 && settle < 5; round++) {
+		int moved = 0;
+
+		poll(NULL, 0, 10);
+		for (int i = 0; i < n; i++) {
+			now[i] = call(ps[i], (struct cmd){.op = OP_IO}).io_rx;
+			if (now[i] != before[i]) {
+				moved++;
+				got = i;
+			}
+		}
+		if (moved > 1 || (moved == 1 && now[got] - before[got] > 1)) {
+			got = -2;
+			break;
+		}
+		settle += moved == 1;
+	}
+	CHECKF(got == want, "%s: taken by %c, want %c", what,
+	       got == -2 ? '*'
+	       : got < 0 ? '-'
+			 : ps[got]->name,
+	       ps[want]->name);
+}
+
+/* The line of pid in the membership file at p: its CM flag and claim count (-1: absent). */
+static int claims_of(const char *p, pid_t pid, bool *cm)
+{
+	static struct uroce_share_member m[UROCE_SHARE_MAX_MEMBERS];
+	uint64_t gen;
+	int n = uroce_share_read(p, &gen, m, UROCE_SHARE_MAX_MEMBERS);
+
+	for (int i = 0; i < n; i++) {
+		if (m[i].pid == pid) {
+			*cm = m[i].cm;
+			return m[i].nids;
+		}
+	}
+	return -1;
+}
+
+/*
+ * Three processes on one device: A runs no CM, B claims two services, C one, and joined after
+ * B (B is the designated CM). Crafted MADs (bad ICRC: each process counts what reaches it)
+ * go where the claims and comm ID slots say; claims conflict and overflow are refused; leaves
+ * hand the designated role on. v1: the same through each process's filter, tagged or not.
+ */
+static void test_gsi_procs(const struct mad_tx *t, const char *file)
+{
+	struct proc A = spawn('A'), B = spawn('B'), C = spawn('C');
+	uint8_t pl[GSI_LEN];
+	uint32_t sA, sB, sC;
+	bool cm = true;
+
+	sA = call(&A, (struct cmd){.op = OP_IO}).slot;
+	sB = call(&B, (struct cmd){.op = OP_IO}).slot;
+	sC = call(&C, (struct cmd){.op = OP_IO}).slot;
+	CHECK(sA != sB && sB != sC && sA != sC);
+	CHECK(call(&B,
+		   (struct cmd){.op = OP_STEER, .nids = 2, .ids = {SID_TCP(5002), SID_TCP(5003)}})
+		      .rc == 0);
+	CHECK(call(&C, (struct cmd){.op = OP_STEER, .nids = 1, .ids = {SID_TCP(7000)}}).rc == 0);
+	CHECK(call(&C,
+		   (struct cmd){.op = OP_STEER, .nids = 2, .ids = {SID_TCP(7001), SID_TCP(5003)}})
+		      .rc == -EADDRINUSE);
+	CHECK(call(&C, (struct cmd){.op = OP_STEER, .nids = UROCE_SHARE_MAX_CLAIMS + 1}).rc ==
+	      -ENOSPC);
+	CHECK(claims_of(file, A.pid, &cm) == 0 && !cm);
+	CHECK(claims_of(file, B.pid, &cm) == 2 && cm);
+	CHECK(claims_of(file, C.pid, &cm) == 1 && cm); /* the refused calls changed nothing */
+
+	struct proc *all[3] = {&A, &B, &C};
+
+	for (int v = 0; v < (t->ifindex ? 2 : 1); v++) {
+		bool vl = v == 1;
+
+		gsi_payload(pl, 0x07, CM_REQ, comm_id(77, 1), 0, SID_TCP(5002));
+		mad_expect(t, all, 3, pl, vl, 1, "REQ 5002");
+		gsi_payload(pl, 0x07, CM_REQ, comm_id(77, 2), 0, SID_TCP(5003));
+		mad_expect(t, all, 3, pl, vl, 1, "REQ 5003");
+		gsi_payload(pl, 0x07, CM_REQ, comm_id(77, 3), 0, SID_TCP(7000));
+		mad_expect(t, all, 3, pl, vl, 2, "REQ 7000");
+		gsi_payload(pl, 0x07, CM_SIDR_REQ, comm_id(77, 4), 0, SID_TCP(7000));
+		mad_expect(t, all, 3, pl, vl, 2, "SIDR_REQ 7000");
+		gsi_payload(pl, 0x07, CM_REQ, comm_id(77, 5), 0, SID_TCP(7001));
+		mad_expect(t, all, 3, pl, vl, 1, "REQ 7001 (unclaimed)");
+		gsi_payload(pl, 0x07, CM_REP, comm_id(77, 6), comm_id(sC, 6), 0);
+		mad_expect(t, all, 3, pl, vl, 2, "REP to C's comm ID");
+		gsi_payload(pl, 0x07, CM_RTU, comm_id(77, 7), comm_id(sB, 7), 0);
+		mad_expect(t, all, 3, pl, vl, 1, "RTU to B's comm ID");
+		gsi_payload(pl, 0x07, CM_DREQ, comm_id(77, 8), comm_id(sA, 8), 0);
+		mad_expect(t, all, 3, pl, vl, 1, "DREQ to A's slot (no CM there)");
+		gsi_payload(pl, 0x07, CM_SIDR_REP, comm_id(sC, 9), 0, 0);
+		mad_expect(t, all, 3, pl, vl, 2, "SIDR_REP to C's request ID");
+		gsi_payload(pl, 0x04, 0x0001, 0, 0, 0);
+		mad_expect(t, all, 3, pl, vl, 1, "PerfMgt");
+	}
+	/* B leaves: C is the only CM, and takes what B's claims named. */
+	bye(&B);
+	struct proc *ac[2] = {&A, &C};
+
+	CHECK(claims_of(file, C.pid, &cm) == 1 && cm);
+	gsi_payload(pl, 0x07, CM_REQ, comm_id(77, 10), 0, SID_TCP(5002));
+	mad_expect(t, ac, 2, pl, false, 1, "REQ 5002 after B left");
+	gsi_payload(pl, 0x07, CM_DREQ, comm_id(77, 11), comm_id(sB, 11), 0);
+	mad_expect(t, ac, 2, pl, false, 1, "DREQ to B's slot after B left");
+	/* Claims can be dropped; the CM stays the designated one. */
+	CHECK(call(&C, (struct cmd){.op = OP_STEER, .nids = 0}).rc == 0);
+	CHECK(claims_of(file, C.pid, &cm) == 0 && cm);
+	gsi_payload(pl, 0x07, CM_REQ, comm_id(77, 12), 0, SID_TCP(7000));
+	mad_expect(t, ac, 2, pl, false, 1, "REQ 7000 after C dropped its claims");
+	/* No CM left: QP1 goes to A as before any claim. */
+	bye(&C);
+	struct proc *a[1] = {&A};
+
+	gsi_payload(pl, 0x07, CM_REQ, comm_id(77, 13), 0, SID_TCP(7000));
+	mad_expect(t, a, 1, pl, false, 0, "REQ with no CM left");
+	bye(&A);
+}
+
+static void test_gsi_v2(const char *rundir)
+{
+	unsigned port = net_setup();
+	struct mad_tx t = {.fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0),
+			   .to = {.sin_family = AF_INET,
+				  .sin_port = htons((uint16_t)port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)}};
+
+	CHECK(t.fd >= 0);
+	CHECK(uroce_share_path(path, sizeof(path), rundir, (struct sockaddr *)&t.to) == 0);
+	test_gsi_procs(&t, path);
+	close(t.fd);
+}
+
+/* test_share v1gsi DEV IFNAME (run by v1.sh in its namespace): the same over RoCE v1. */
+static int test_gsi_v1(const char *dev, const char *ifname)
+{
+	struct mad_tx t = {.fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0),
+			   .ifindex = (int)if_nametoindex(ifname)};
+	struct ifreq ifr = {0};
+	char rundir[256];
+
+	w_dev = dev;
+	w_gtype = UROCE_GID_V1;
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+	CHECK(t.fd >= 0 && t.ifindex > 0 && ioctl(t.fd, SIOCGIFHWADDR, &ifr) == 0);
+	memcpy(t.mac, ifr.ifr_hwaddr.sa_data, 6);
+	memcpy(t.gid, "\0\0\0\0\0\0\0\0\0\0\xff\xff\xc6\x12\x46\x01", 16); /* 198.18.70.1 */
+	CHECK(uroce_rundir_path(rundir, sizeof(rundir)) == 0);
+	CHECK(uroce_share_v1_path(path, sizeof(path), rundir, t.ifindex) == 0);
+	if (check_failures == 0)
+		test_gsi_procs(&t, path);
+	close(t.fd);
+	return check_exit("v1gsi");
+}
+
 /*
  * test_share v1self DEV (run by v1.sh, in its namespace and run-time directory): two RC QPs of
  * ONE process on RoCE v1 device DEV, connected through its IPv4 GID, exchange SENDs both ways.
@@ -985,13 +1659,17 @@ int main(int argc, char **argv)
 
 	if (argc == 3 && strcmp(argv[1], "v1self") == 0)
 		return test_v1self(argv[2]);
+	if (argc == 4 && strcmp(argv[1], "v1gsi") == 0)
+		return test_gsi_v1(argv[2], argv[3]);
 	if (argc != 2 || !mkdtemp(tmp)) {
-		fprintf(stderr, "usage: test_share unit|procs|v1self DEV\n");
+		fprintf(stderr, "usage: test_share unit|procs|gsi|v1self DEV|v1gsi DEV IFNAME\n");
 		return 2;
 	}
 	setenv("UROCE_RUNDIR", tmp, 1);
 	if (strcmp(argv[1], "unit") == 0)
 		test_unit(tmp);
+	else if (strcmp(argv[1], "gsi") == 0)
+		test_gsi_v2(tmp);
 	else
 		test_procs(tmp);
 	char cmd[600];

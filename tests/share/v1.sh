@@ -9,8 +9,10 @@
 #   CASE rc:   unmodified ibv_rc_pingpong, server and client as two processes on the device,
 #              each under `uroce run`, -n 200 -c;
 #   CASE ud:   the same with ibv_ud_pingpong;
-#   CASE self: `test_share v1self v1dev`: two RC QPs of one process talk through the device.
-# Afterwards `uroce stats v1dev` (both processes' counters) must show every packet sent
+#   CASE self: `test_share v1self v1dev`: two RC QPs of one process talk through the device;
+#   CASE gsi:  `test_share v1gsi v1dev v1a`: three processes on the device, two of them claiming
+#              CM services; crafted QP1 frames (tagged and untagged) reach the right one only.
+# Afterwards (but for gsi) `uroce stats v1dev` (both processes' counters) must show every packet sent
 # received exactly once (sent_pkts == rcvd_pkts, no duplicate) and drop_no_qp 0: no process got
 # a frame for another's QP.
 #
@@ -38,9 +40,9 @@ command -v ss >/dev/null || skip "no ss command (iproute2)"
 case $CASE in
 rc) PROG=ibv_rc_pingpong PORT=18631 ;;
 ud) PROG=ibv_ud_pingpong PORT=18632 ;;
-self) PROG= ;;
+self | gsi) PROG= ;;
 *)
-	echo "usage: v1.sh rc|ud|self UROCE TEST_SHARE" >&2
+	echo "usage: v1.sh rc|ud|self|gsi UROCE TEST_SHARE" >&2
 	exit 2
 	;;
 esac
@@ -134,6 +136,10 @@ if [ -n "$PROG" ]; then
 		! grep -qiE 'invalid data|failed|error' "$T/$side.out" "$T/$side.err" ||
 			fail "$PROG $side: data validation (-c) or other errors reported"
 	done
+elif [ "$CASE" = gsi ]; then
+	inns timeout 100 "$TEST_SHARE" v1gsi v1dev v1a || fail "test_share v1gsi"
+	echo "PASS: v1 gsi"
+	exit 0
 else
 	inns timeout 60 "$TEST_SHARE" v1self v1dev || fail "test_share v1self"
 fi
