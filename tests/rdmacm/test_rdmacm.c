@@ -584,5 +584,5 @@ int main(int argc, char **argv)
 	test_ud();
 	test_sync();
 	test_loop(100);
-	return check_exit();
+	return check_exit("rdmacm_api");
 }
