@@ -92,7 +92,7 @@ static void expect_ack(struct rdma_event_channel *ch, enum rdma_cm_event_type ty
 		rdma_ack_cm_event(ev);
 }
 
-static int count_fds(void)
+static int count_fds_once(void)
 {
 	DIR *d = opendir("/proc/self/fd");
 	struct dirent *e;
@@ -104,6 +104,21 @@ static int count_fds(void)
 		n += e->d_name[0] != '.';
 	closedir(d);
 	return n;
+}
+
+/* Progress threads open short-lived netlink sockets (neighbour lookups): the least of a few
+ * counts is the process's own. */
+static int count_fds(void)
+{
+	int min = count_fds_once();
+
+	for (int i = 0; i < 20; i++) {
+		int n = count_fds_once();
+
+		if (n < min)
+			min = n;
+	}
+	return min;
 }
 
 /* A QP with its own CQ on id (rdma_create_qp with the id's device's default PD). */
@@ -213,14 +228,16 @@ static int pair_connect(struct pair *p, bool qps, const char *req_pd, const char
 
 static void pair_close(struct pair *p)
 {
+	/* The client disconnects (DREQ); the server hears it and answers (DREP); then the client
+	 * hears the answer. As with the kernel, the DREP waits for the server's rdma_disconnect. */
 	if (p->cli)
 		CHECK(rdma_disconnect(p->cli) == 0);
-	if (p->cli)
-		expect_ack(p->cch, RDMA_CM_EVENT_DISCONNECTED);
 	if (p->srv) {
 		expect_ack(p->sch, RDMA_CM_EVENT_DISCONNECTED);
 		CHECK(rdma_disconnect(p->srv) == 0);
 	}
+	if (p->cli)
+		expect_ack(p->cch, RDMA_CM_EVENT_DISCONNECTED);
 	if (p->srv) {
 		rdma_destroy_qp(p->srv);
 		CHECK(rdma_destroy_id(p->srv) == 0);
@@ -356,7 +373,11 @@ static void test_loop(int n)
 		if (check_failures)
 			break;
 	}
-	CHECKF(count_fds() == fds0, "fds: %d after, %d before", count_fds(), fds0);
+	{
+		int fds1 = count_fds();
+
+		CHECKF(fds1 <= fds0, "fds: %d after, %d before", fds1, fds0);
+	}
 }
 
 /* ---- synchronous ids (rdma_server / rdma_client style) ------------------------------------ */
@@ -424,7 +445,7 @@ static void test_sync(void)
 	attr.cap.max_send_wr = attr.cap.max_recv_wr = 4;
 	attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;
 	attr.sq_sig_all = 1;
-	CHECK(rdma_create_ep(&id, res, NULL, &attr) == 0);
+	CHECKF(rdma_create_ep(&id, res, NULL, &attr) == 0, "rdma_create_ep: %s", strerror(errno));
 	rdma_freeaddrinfo(res);
 	pthread_mutex_lock(&sync_lock);
 	while (!sync_listening)

@@ -213,6 +213,7 @@ static int connect_ud(struct cma_id *id, struct rdma_conn_param *p)
 
 static int connect_locked(struct cma_id *id, struct rdma_conn_param *p)
 {
+	struct rdma_conn_param dflt = {0};
 	struct uroce_cm_req req;
 	struct uroce_ibcm_timing t;
 	struct uroce_ibcm_addr a;
@@ -222,8 +223,15 @@ static int connect_locked(struct cma_id *id, struct rdma_conn_param *p)
 		return -EINVAL;
 	if (id->id.qp_type == IBV_QPT_UD)
 		return connect_ud(id, p);
-	if (!p)
-		return -EINVAL;
+	if (!p) {
+		/* rdma-core's defaults (ucma_copy_conn_param_to_kern): the device's limits and
+		 * retries 7. */
+		dflt.responder_resources = RDMA_MAX_RESP_RES;
+		dflt.initiator_depth = RDMA_MAX_INIT_DEPTH;
+		dflt.retry_count = 7;
+		dflt.rnr_retry_count = 7;
+		p = &dflt;
+	}
 	if (p->private_data_len > UROCE_CM_REQ_PRIV_LEN - UROCE_CMA_HDR_LEN)
 		return -EINVAL;
 	id->responder_resources = (uint8_t)clamp(p->responder_resources,
@@ -359,6 +367,13 @@ static int accept_locked(struct cma_id *id, struct rdma_conn_param *p)
 		id->initiator_depth =
 			(uint8_t)clamp(p->initiator_depth, id->dev->attr.max_qp_init_rd_atom);
 		id->rnr_retry_count = p->rnr_retry_count & 7;
+	} else {
+		/* rdma-core's defaults: what the peer asked, within the device's limits. */
+		id->responder_resources =
+			(uint8_t)clamp(id->responder_resources, id->dev->attr.max_qp_rd_atom);
+		id->initiator_depth =
+			(uint8_t)clamp(id->initiator_depth, id->dev->attr.max_qp_init_rd_atom);
+		id->rnr_retry_count = 7;
 	}
 	id->local_psn = rand_psn();
 	err = cma_qp_to_rts(id);

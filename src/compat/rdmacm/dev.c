@@ -221,21 +221,22 @@ static const struct uroce_ibcm_ops ibcm_ops = {
 static int qp1_to_rts(struct cma_dev *d)
 {
 	struct ibv_qp_attr a = {0};
+	int rc;
 
 	a.qp_state = IBV_QPS_INIT;
 	a.pkey_index = 0;
 	a.port_num = 1;
 	a.qkey = UROCE_GSI_QKEY;
-	if (ibv_modify_qp(d->qp1, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
-		return -errno;
+	rc = ibv_modify_qp(d->qp1, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_QKEY);
+	if (rc)
+		return -rc;
 	a.qp_state = IBV_QPS_RTR;
-	if (ibv_modify_qp(d->qp1, &a, IBV_QP_STATE))
-		return -errno;
+	rc = ibv_modify_qp(d->qp1, &a, IBV_QP_STATE);
+	if (rc)
+		return -rc;
 	a.qp_state = IBV_QPS_RTS;
 	a.sq_psn = 0;
-	if (ibv_modify_qp(d->qp1, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
-		return -errno;
-	return 0;
+	return -ibv_modify_qp(d->qp1, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
 }
 
 /* Set up QP1 and the CM engine of an opened device. */

@@ -102,6 +102,8 @@ int rdma_create_qp_ex(struct rdma_cm_id *cid, struct ibv_qp_init_attr_ex *attr)
 	}
 	attr->cap = a.cap;
 	cid->qp = qp;
+	if (!cid->pd)
+		cid->pd = pd; /* the rdma_verbs.h helpers register memory on id->pd */
 	pthread_mutex_lock(&cma_lock);
 	id->own_cqs = made_cqs;
 	/* ucma_init_conn_qp / ucma_init_ud_qp */
@@ -298,6 +300,7 @@ int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res, struct ibv
 				goto err;
 			}
 			*c->ep_qp_init = *qp_init_attr;
+			c->ep_qp_init->qp_type = (enum ibv_qp_type)res->ai_qp_type;
 			c->ep_pd = pd;
 		}
 		*id = cid;
@@ -311,6 +314,8 @@ int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res, struct ibv
 	if (ret)
 		goto err;
 	if (qp_init_attr) {
+		/* rdma-core takes the QP type from the address info, not from the caller. */
+		qp_init_attr->qp_type = (enum ibv_qp_type)res->ai_qp_type;
 		cid->pd = pd;
 		ret = rdma_create_qp(cid, pd, qp_init_attr);
 		if (ret)
