@@ -124,7 +124,7 @@ for side in srv cli; do
 	else
 		need="ConnectRequest ConnectReply ReadyToUse"
 	fi
-	seen=$(tshark -n -r "$T/$side.pcap" -Y infiniband.cm -T fields -e infiniband.mad.attributeid \
+	seen=$(tshark -n -r "$T/$side.pcap" -Y infiniband.mad -T fields -e infiniband.mad.attributeid \
 		2>/dev/null | sort | uniq -c | tr '\n' ' ')
 	echo "CM attributes: $seen"
 	for a in $need; do
