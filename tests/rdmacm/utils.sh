@@ -65,7 +65,7 @@ wait_cm_listen() { # PS PORT PID
 case $PROG in
 rping | rping64k)
 	size=()
-	[ "$PROG" = rping64k ] && size=(-S 65536)
+	[ "$PROG" = rping64k ] && size=(-S 65535) # rping's largest
 	srv=(rping -s -v -a "$ADDR" -p $PORT -C 100 "${size[@]}")
 	cli=(rping -c -v -a "$ADDR" -p $PORT -C 100 "${size[@]}")
 	ps=0x0106 want_lines=100
@@ -76,8 +76,9 @@ ucmatose)
 	ps=0x0106 want_lines=0
 	;;
 udaddy)
-	srv=(udaddy -p $PORT)
-	cli=(udaddy -s "$ADDR" -p $PORT)
+	# udaddy's -p is the port space; its port is 7174, PORT.
+	srv=(udaddy)
+	cli=(udaddy -s "$ADDR")
 	ps=0x0111 want_lines=0
 	;;
 rdmaserver)
