@@ -61,18 +61,18 @@ client() { # NAME ADDR: runs rping -c, sets cst and secs
 	loader_clean "$T/$1.err" "rping client"
 }
 
-expect_unreachable() { # NAME
-	[ "$cst" -ne 0 ] || fail "$1: rping client succeeded; expected a failure"
-	[ "$cst" -ne 124 ] || fail "$1: rping client hung (killed by timeout)"
-	[ "$secs" -le $LIMIT_S ] || fail "$1: the failure took ${secs}s (limit ${LIMIT_S}s)"
+expect_unreachable() { # NAME WHAT
+	[ "$cst" -ne 0 ] || fail "$2: rping client succeeded; expected a failure"
+	[ "$cst" -ne 124 ] || fail "$2: rping client hung (killed by timeout)"
+	[ "$secs" -le $LIMIT_S ] || fail "$2: the failure took ${secs}s (limit ${LIMIT_S}s)"
 	grep -q 'RDMA_CM_EVENT_UNREACHABLE' "$T/$1.out" "$T/$1.err" ||
-		fail "$1: rping did not report RDMA_CM_EVENT_UNREACHABLE"
+		fail "$2: rping did not report RDMA_CM_EVENT_UNREACHABLE"
 }
 
-expect_data() { # NAME
-	[ "$cst" -eq 0 ] || fail "$1: rping client exited with $cst"
+expect_data() { # NAME WHAT
+	[ "$cst" -eq 0 ] || fail "$2: rping client exited with $cst"
 	n=$(grep -c '^ping data: rdma-ping-' "$T/$1.out")
-	[ "$n" -eq 10 ] || fail "$1: $n ping data lines, expected 10"
+	[ "$n" -eq 10 ] || fail "$2: $n ping data lines, expected 10"
 }
 
 mode() { # a|b DEV
@@ -87,7 +87,7 @@ v1server)
 	mode a ura_a0 | grep -qx 'RoCE v2' || fail "ura_a0 does not start in RoCE v2 mode"
 	start_server "$B4"
 	client v2 "$B4"
-	expect_unreachable "RoCE v2 client, v1-only server"
+	expect_unreachable v2 "RoCE v2 client, v1-only server"
 	grep -q 'urv1_b0: ignored a RoCE v2 connection request from 198.18.10.1' "$T/srv.err" ||
 		fail "the server did not log the ignored RoCE v2 request"
 	grep -q 'uroce mode -d <device> -p 1 -m 1' "$T/srv.err" || fail "the server's log names no fix"
@@ -95,7 +95,7 @@ v1server)
 	ina "$UROCE" mode -d ura_a0 -p 1 -m 1 || fail "uroce mode -m 1"
 	mode a ura_a0 | grep -qx 'IB/RoCE v1' || fail "ura_a0 mode is not RoCE v1 after -m 1"
 	client v1 "$B4"
-	expect_data "RoCE v1 client, v1-only server"
+	expect_data v1 "RoCE v1 client, v1-only server"
 	wait "$spid" || fail "rping server exited with $?"
 	check_capture "$T/v1.pcap" v1 10 || exit 1
 	# The analogue of a reboot: a fresh run-time directory, the device defined again.
@@ -110,10 +110,10 @@ v2server)
 	ina "$UROCE" mode -d ura_a0 -p 1 -m 1 || fail "uroce mode -m 1"
 	start_server "$B4"
 	client v1 "$B4"
-	expect_unreachable "RoCE v1 client, v2-only server"
+	expect_unreachable v1 "RoCE v1 client, v2-only server"
 	ina "$UROCE" mode -d ura_a0 -p 1 -m 2 || fail "uroce mode -m 2"
 	client v2 "$B4"
-	expect_data "RoCE v2 client, v2-only server"
+	expect_data v2 "RoCE v2 client, v2-only server"
 	wait "$spid" || fail "rping server exited with $?"
 	;;
 gateway)
@@ -125,7 +125,7 @@ gateway)
 	ina "$UROCE" mode -d ura_a0 -p 1 -m 1 || fail "uroce mode -m 1"
 	start_server 198.18.20.2
 	client gw 198.18.20.2
-	expect_data "RoCE v1-mode client through a gateway"
+	expect_data gw "RoCE v1-mode client through a gateway"
 	wait "$spid" || fail "rping server exited with $?"
 	check_capture "$T/gw.pcap" v2v4 10 || exit 1
 	;;
