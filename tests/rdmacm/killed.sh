@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 #
-# A peer killed mid-transfer (SIGKILL: nothing of its CM survives to send a DREQ): the other
-# side's unmodified rping sees errors and exits within a bounded time, nothing hangs.
+# A peer killed mid-transfer (SIGKILL): its CM's watchdog sends the DREQs the kernel would have
+# sent (src/compat/rdmacm/will.h), so the other side's unmodified rping sees DISCONNECTED and
+# exits within a bounded time; nothing hangs.
 #   killed.sh UROCE server|client
 # server: the rping server is killed during a long run; the client must exit non-zero.
 # client: the rping client is killed; the server must exit (rping -s without -P serves one
@@ -44,11 +45,16 @@ done
 	fail "the transfer did not start"
 }
 
-# The rping process itself (timeout's child, exec'd by uroce run): kill it, not the wrappers.
+# The rping process itself (uroce run execs it), found in its namespace: kill it, not the
+# wrappers our test started it with.
 victim=$([ "$WHO" = server ] && echo $spid || echo $cpid)
 other=$([ "$WHO" = server ] && echo $cpid || echo $spid)
-rpid=$(pgrep -P "$victim" -x rping || true)
-[ -n "$rpid" ] || fail "no rping process under $victim"
+ns=$([ "$WHO" = server ] && echo "$NSB" || echo "$NSA")
+rpid=
+for p in $(ip netns pids "$ns"); do
+	[ "$(cat /proc/"$p"/comm 2>/dev/null)" = rping ] && rpid=$p
+done
+[ -n "$rpid" ] || fail "no rping process in $ns"
 t0=$(date +%s)
 kill -KILL "$rpid"
 wait "$other"
@@ -59,7 +65,9 @@ echo "--- the $WHO was killed; the other side exited with $st after ${secs}s"
 tail -n 3 "$T/srv.out" "$T/srv.err" "$T/cli.out" "$T/cli.err"
 [ "$st" -ne 124 ] || fail "the surviving rping hung until its timeout"
 [ "$secs" -le $LIMIT_S ] || fail "the surviving rping took ${secs}s to notice (limit ${LIMIT_S}s)"
-if [ "$WHO" = server ]; then
-	[ "$st" -ne 0 ] || fail "the client exited 0 although its server was killed"
-fi
+# The survivor heard of it (the dead process's DREQ, sent by its watchdog): rping prints its
+# DISCONNECT EVENT line, or an error.
+surv=$([ "$WHO" = server ] && echo cli || echo srv)
+grep -qE 'DISCONNECT EVENT|error|fail' "$T/$surv.out" "$T/$surv.err" ||
+	fail "the surviving rping reported neither a disconnection nor an error"
 echo PASS

@@ -308,8 +308,10 @@ int rdma_establish(struct rdma_cm_id *cid)
 	pthread_mutex_lock(&cma_lock);
 	if (id->conn && uroce_ibcm_conn_state(id->conn) == UROCE_IBCM_REP_RCVD) {
 		err = uroce_ibcm_send_rtu(id->conn, NULL, 0, cma_now());
-		if (!err)
+		if (!err) {
 			id->state = CMA_ESTABLISHED;
+			cma_will_arm(id);
+		}
 	}
 	pthread_mutex_unlock(&cma_lock);
 	return cma_err(err);
@@ -689,6 +691,7 @@ static void on_request(struct cma_dev *d, const struct uroce_ibcm_event *ev, boo
 
 static void destroy_conn(struct cma_id *id)
 {
+	cma_will_disarm(id);
 	if (id->conn) {
 		uroce_ibcm_conn_set_user(id->conn, NULL);
 		uroce_ibcm_conn_destroy(id->conn, cma_now());
@@ -724,6 +727,7 @@ static void on_rep(struct cma_id *id, const struct uroce_cm_rep *r)
 		}
 		uroce_ibcm_send_rtu(id->conn, NULL, 0, cma_now());
 		id->state = CMA_ESTABLISHED;
+		cma_will_arm(id);
 		cma_event_post(id, NULL, RDMA_CM_EVENT_ESTABLISHED, 0, r->private_data,
 			       UROCE_CM_REP_PRIV_LEN, &e);
 	}
@@ -777,6 +781,7 @@ static void on_disconnect(struct cma_id *id, int status)
 	if (id->state != CMA_ESTABLISHED && id->state != CMA_CONNECT)
 		return;
 	id->state = CMA_DISCONNECT;
+	cma_will_disarm(id);
 	cma_event_post(id, NULL, RDMA_CM_EVENT_DISCONNECTED, status, NULL, 0, NULL);
 }
 
@@ -826,6 +831,7 @@ void cma_on_ibcm_event(void *arg, const struct uroce_ibcm_event *ev)
 	case UROCE_IBCM_EV_RTU_RECEIVED:
 		if (id->state == CMA_CONNECT) {
 			id->state = CMA_ESTABLISHED;
+			cma_will_arm(id);
 			cma_event_post(id, NULL, RDMA_CM_EVENT_ESTABLISHED, 0,
 				       ev->msg->u.rtu.private_data, UROCE_CM_RTU_PRIV_LEN, NULL);
 		}

@@ -393,6 +393,9 @@ static void init_once(void)
 		}
 		epoll_ctl(g.epfd, EPOLL_CTL_ADD, d->cch->fd, &ev);
 	}
+	/* A watchdog sends our DREQs if this process dies (will.h); without it, peers learn
+	 * of a dead process from their own timeouts only. */
+	cma_will_start();
 	/* The contexts keep their devices: the list itself can go (rdma-core keeps it). */
 	ibv_free_device_list(list);
 	if (g.ndev == 0) {

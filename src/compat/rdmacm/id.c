@@ -98,6 +98,7 @@ static int id_alloc(struct rdma_event_channel *channel, void *context, enum rdma
 	id->id.ps = ps;
 	id->id.qp_type = qp_type;
 	id->gid_index = -1;
+	id->will_slot = -1;
 	pthread_cond_init(&id->acked, NULL);
 	id->next_listen = all_ids;
 	all_ids = id;
@@ -191,6 +192,7 @@ int rdma_destroy_id(struct rdma_cm_id *cid)
 	}
 	pthread_mutex_lock(&cma_lock);
 	id->destroying = true;
+	cma_will_disarm(id);
 	if (id->conn) {
 		uroce_ibcm_conn_set_user(id->conn, NULL);
 		uroce_ibcm_conn_destroy(id->conn, cma_now());

@@ -105,6 +105,7 @@ struct cma_id {
 	struct ibv_qp_init_attr *ep_qp_init;
 	struct ibv_pd *ep_pd;
 	bool own_cqs; /* send/recv CQs and channels made by rdma_create_qp */
+	int will_slot; /* its DREQ in the last will (will.h), -1: none */
 };
 
 extern pthread_mutex_t cma_lock;
@@ -148,6 +149,11 @@ void cma_fill_path(struct cma_id *id);
 /* rdma_create_id with the QP type rdma_create_ep asks for. */
 int cma_create_id_qpt(struct rdma_event_channel *channel, struct rdma_cm_id **id, void *context,
 		      enum rdma_port_space ps, enum ibv_qp_type qpt);
+
+/* will.c: the DREQs a watchdog sends when this process is gone (will.h). Lock held. */
+int cma_will_start(void);
+void cma_will_arm(struct cma_id *id);
+void cma_will_disarm(struct cma_id *id);
 
 /* addr.c: bind the id to the device holding src (NULL: any); fill gid_index for the RoCE
  * version. */

@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The CM's last will (will.h): the table of DREQs and the watchdog that sends them when this
+ * process is gone.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "compat/rdmacm/rdmacm.h"
+#include "compat/rdmacm/will.h"
+#include "host/gid.h"
+#include "wire/mad.h"
+#include "wire/opcode.h"
+#include "wire/packet.h"
+
+extern char **environ;
+
+static struct cma_will_table *table; /* NULL: no will (the watchdog could not start) */
+static int pipe_wr = -1;
+static char will_exe[] = CMA_WILL_EXE;
+
+/* The watchdog lives next to this library (build/<preset>/lib, or <libdir>/uroce). */
+static int will_path(char *buf, size_t cap)
+{
+	Dl_info info;
+	char tmp[PATH_MAX];
+
+	/* Any object of this library names it; a data address avoids casting a function. */
+	if (!dladdr(&table, &info) || !info.dli_fname)
+		return -ENOENT;
+	snprintf(tmp, sizeof(tmp), "%s", info.dli_fname);
+	if (snprintf(buf, cap, "%s/%s", dirname(tmp), CMA_WILL_EXE) >= (int)cap)
+		return -ENAMETOOLONG;
+	return access(buf, X_OK) == 0 ? 0 : -errno;
+}
+
+int cma_will_start(void)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	char path[PATH_MAX];
+	char *argv[] = {will_exe, NULL};
+	int p[2], mfd, err;
+	pid_t pid;
+
+	err = will_path(path, sizeof(path));
+	if (err)
+		return err;
+	mfd = memfd_create("uroce-cm-will", MFD_CLOEXEC);
+	if (mfd < 0)
+		return -errno;
+	if (ftruncate(mfd, sizeof(*table)) < 0 || pipe2(p, O_CLOEXEC) < 0) {
+		err = -errno;
+		close(mfd);
+		return err;
+	}
+	table = mmap(NULL, sizeof(*table), PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	if (table == MAP_FAILED) {
+		err = -errno;
+		table = NULL;
+		goto out;
+	}
+	table->magic = CMA_WILL_MAGIC;
+	table->nslots = CMA_WILL_SLOTS;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, mfd, CMA_WILL_TABLE_FD);
+	posix_spawn_file_actions_adddup2(&fa, p[0], CMA_WILL_PIPE_FD);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+	posix_spawn_file_actions_addclosefrom_np(&fa, CMA_WILL_PIPE_FD + 1);
+	posix_spawnattr_init(&at);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID);
+	err = -posix_spawn(&pid, path, &fa, &at, argv, environ);
+	posix_spawnattr_destroy(&at);
+	posix_spawn_file_actions_destroy(&fa);
+	if (!err)
+		waitpid(pid, NULL, 0); /* it forked the watchdog and exited */
+	if (err) {
+		munmap(table, sizeof(*table));
+		table = NULL;
+		goto out;
+	}
+	pipe_wr = p[1];
+	p[1] = -1;
+out:
+	close(p[0]);
+	if (p[1] >= 0)
+		close(p[1]);
+	close(mfd);
+	return err;
+}
+
+/* The GSI datagram carrying a DREQ for id's connection (BTH..ICRC), into s. */
+static int build(struct cma_id *id, struct cma_will_slot *s, uint16_t port)
+{
+	struct uroce_cm_mad m;
+	struct uroce_frame f;
+	uint8_t mad[UROCE_MAD_LEN], frame[512];
+	bool v4 = uroce_gid_is_v4(id->sgid);
+	ssize_t n;
+	size_t l3;
+
+	memset(&m, 0, sizeof(m));
+	m.hdr.base_version = 1;
+	m.hdr.mgmt_class = UROCE_MGMT_CLASS_CM;
+	m.hdr.class_version = 2;
+	m.hdr.method = 0x03; /* SEND */
+	m.hdr.tid = (uint64_t)getpid() << 32 | __builtin_bswap32(uroce_ibcm_conn_local_id(id->conn));
+	m.hdr.attr_id = UROCE_CM_ATTR_DREQ;
+	m.u.dreq.local_comm_id = uroce_ibcm_conn_local_id(id->conn);
+	m.u.dreq.remote_comm_id = uroce_ibcm_conn_remote_id(id->conn);
+	m.u.dreq.remote_qpn = id->remote_qpn;
+	if (uroce_cm_mad_encode(mad, sizeof(mad), &m) != UROCE_MAD_LEN)
+		return -EINVAL;
+	memset(&f, 0, sizeof(f));
+	f.encap = v4 ? UROCE_ENCAP_V2_IPV4 : UROCE_ENCAP_V2_IPV6;
+	if (v4) {
+		f.ip4.ihl = 5;
+		f.ip4.tos = id->tos;
+		f.ip4.frag = 0x4000; /* DF, as the device's sockets send (IP_PMTUDISC_DO) */
+		f.ip4.ttl = 64;
+		memcpy(f.ip4.src, id->sgid + 12, 4);
+		memcpy(f.ip4.dst, id->dgid + 12, 4);
+		l3 = 20;
+	} else {
+		f.ip6.version = 6;
+		f.ip6.tclass = id->tos;
+		f.ip6.hop_limit = 64;
+		memcpy(f.ip6.src, id->sgid, 16);
+		memcpy(f.ip6.dst, id->dgid, 16);
+		l3 = 40;
+	}
+	f.udp.sport = port;
+	f.udp.dport = port;
+	f.t.bth.opcode = UROCE_OP_UD_SEND_ONLY;
+	f.t.bth.pkey = 0xFFFF;
+	f.t.bth.dqpn = UROCE_GSI_QPN;
+	f.t.deth.qkey = UROCE_GSI_QKEY;
+	f.t.deth.src_qp = UROCE_GSI_QPN;
+	f.t.payload = mad;
+	f.t.payload_len = UROCE_MAD_LEN;
+	n = uroce_frame_encode(frame, sizeof(frame), &f);
+	if (n < 0)
+		return (int)n;
+	n -= (ssize_t)(14 + l3 + 8);
+	if (n <= 0 || n > CMA_WILL_PKT)
+		return -EMSGSIZE;
+	memcpy(s->pkt, frame + 14 + l3 + 8, (size_t)n);
+	s->len = (uint16_t)n;
+	s->family = v4 ? AF_INET : AF_INET6;
+	s->port = port;
+	memset(s->src, 0, 16);
+	memset(s->dst, 0, 16);
+	memcpy(s->src, v4 ? id->sgid + 12 : id->sgid, v4 ? 4 : 16);
+	memcpy(s->dst, v4 ? id->dgid + 12 : id->dgid, v4 ? 4 : 16);
+	return 0;
+}
+
+void cma_will_arm(struct cma_id *id)
+{
+	const char *env = getenv("UROCE_PORT");
+	uint16_t port = env ? (uint16_t)atoi(env) : 4791;
+
+	if (!table || !id->conn || id->will_slot >= 0 || id->gid_type != IBV_GID_TYPE_ROCE_V2)
+		return;
+	for (int i = 0; i < CMA_WILL_SLOTS; i++) {
+		struct cma_will_slot *s = &table->s[i];
+
+		if (atomic_load(&s->armed))
+			continue;
+		if (build(id, s, port ? port : 4791))
+			return;
+		atomic_store(&s->armed, 1);
+		id->will_slot = i;
+		return;
+	}
+}
+
+void cma_will_disarm(struct cma_id *id)
+{
+	if (!table || id->will_slot < 0)
+		return;
+	atomic_store(&table->s[id->will_slot].armed, 0);
+	id->will_slot = -1;
+}
