@@ -533,7 +533,7 @@ static int lookup(struct nl *nl, const struct ipaddr *dst, const struct ipaddr *
 {
 	struct route_reply rr;
 	struct link_info li;
-	struct ipaddr s;
+	struct ipaddr s = {0};
 	int r;
 
 	if (src) {
@@ -588,7 +588,7 @@ static int lookup(struct nl *nl, const struct ipaddr *dst, const struct ipaddr *
 int uroce_route_lookup(const struct sockaddr *dst, const struct sockaddr *src,
 		       struct uroce_route *out)
 {
-	struct ipaddr d, s;
+	struct ipaddr d = {0}, s = {0};
 	struct nl nl;
 	int oif = 0, r;
 

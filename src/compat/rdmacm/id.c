@@ -84,7 +84,7 @@ static int id_alloc(struct rdma_event_channel *channel, void *context, enum rdma
 	if (!channel) {
 		channel = rdma_create_event_channel();
 		if (!channel) {
-			int err = -errno;
+			int err = errno ? -errno : -ENOMEM;
 
 			free(id);
 			return err;
@@ -109,7 +109,7 @@ static int id_alloc(struct rdma_event_channel *channel, void *context, enum rdma
 /* A passive id for a connection request on listen (lock held). */
 int cma_id_new_passive(struct cma_id *listen, struct cma_id **out)
 {
-	struct cma_id *id;
+	struct cma_id *id = NULL;
 	int err = id_alloc(listen->sync ? NULL : listen->id.channel, listen->id.context,
 			   listen->id.ps, listen->id.qp_type, &id);
 
@@ -129,7 +129,7 @@ int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, v
 		   enum rdma_port_space ps)
 {
 	enum ibv_qp_type t;
-	struct cma_id *c;
+	struct cma_id *c = NULL;
 	int err;
 
 	if (!id)
