@@ -542,6 +542,21 @@ static void test_ud(void)
 
 /* ---- channels, migrate, bad input ------------------------------------------------------- */
 
+static bool has_default_route(void)
+{
+	FILE *f = fopen("/proc/net/route", "r");
+	char line[256];
+	bool found = false;
+
+	if (!f)
+		return true;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, "\t00000000\t") && !strstr(line, "Iface"))
+			found = true;
+	fclose(f);
+	return found;
+}
+
 static void test_channel_and_errors(void)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel(), *ch2 = rdma_create_event_channel();
@@ -575,6 +590,21 @@ static void test_channel_and_errors(void)
 
 		inet_pton(AF_INET, "198.18.99.99", &bad.sin_addr);
 		CHECK(rdma_bind_addr(id, (struct sockaddr *)&bad) == -1 && errno == EADDRNOTAVAIL);
+	}
+	/* No route (in a namespace of our own, with only lo): ADDR_ERROR, not a failed call. */
+	if (!has_default_route()) {
+		struct rdma_cm_id *r;
+		struct sockaddr_in far = {.sin_family = AF_INET, .sin_port = htons(1)};
+
+		inet_pton(AF_INET, "198.18.99.99", &far.sin_addr);
+		CHECK(rdma_create_id(ch2, &r, NULL, RDMA_PS_TCP) == 0);
+		CHECK(rdma_resolve_addr(r, NULL, (struct sockaddr *)&far, 2000) == 0);
+		ev = expect(ch2, RDMA_CM_EVENT_ADDR_ERROR);
+		if (ev) {
+			CHECKF(ev->status == -ENETUNREACH, "status %d", ev->status);
+			rdma_ack_cm_event(ev);
+		}
+		CHECK(rdma_destroy_id(r) == 0);
 	}
 	/* Resolve, then the event is on ch: poll says so; migrate it to ch2 before reading. */
 	CHECK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 2000) == 0);

@@ -86,6 +86,13 @@ rdmaserver)
 	cli=(rdma_client -s "$ADDR" -p $PORT)
 	ps=0x0106 want_lines=0
 	;;
+noport)
+	# A server listens on PORT; the client asks for PORT + 1, where nobody listens: the
+	# server's CM answers REJ INVALID_SERVICE_ID (8) at once.
+	srv=(rping -s -v -a "$ADDR" -p $PORT -C 1)
+	cli=(rping -c -v -a "$ADDR" -p $((PORT + 1)) -C 1)
+	ps=0x0106 want_lines=0
+	;;
 *) fail "unknown program '$PROG'" ;;
 esac
 
@@ -95,8 +102,26 @@ wait_cm_listen $((ps)) $PORT $spid || {
 	cat "$T/srv.out" "$T/srv.err" >&2
 	fail "${srv[0]} server did not listen"
 }
+t0=$(date +%s%N)
 in_cli timeout 120 "$UROCE" run --pcap "$T/cli.pcap" -- "${cli[@]}" >"$T/cli.out" 2>"$T/cli.err"
 cst=$?
+if [ "$PROG" = noport ]; then
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	kill "$spid" 2>/dev/null
+	wait "$spid" 2>/dev/null
+	cat "$T/cli.out" "$T/cli.err"
+	echo "client exited with $cst after ${ms} ms"
+	grep -q 'RDMA_CM_EVENT_REJECTED, error 8' "$T/cli.out" "$T/cli.err" ||
+		fail "rping did not report REJECTED with reason 8 (invalid service ID)"
+	[ "$cst" -ne 0 ] || fail "rping exited 0"
+	[ "$ms" -lt 5000 ] || fail "the rejection took ${ms} ms"
+	check_capture "$T/cli.pcap" "$CAPENC" 2 || exit 1
+	tshark -n -r "$T/cli.pcap" -Y 'infiniband.mad.attributeid == 0x0012' -T fields \
+		-e infiniband.cm.rej.reason 2>/dev/null | grep -qxE "8|0x0*8" ||
+		fail "tshark finds no ConnectReject with reason 8 in the capture"
+	echo PASS
+	exit 0
+fi
 [ "$cst" -eq 0 ] || kill "$spid" 2>/dev/null
 wait "$spid"
 sst=$?

@@ -347,9 +347,10 @@ int rdma_resolve_addr(struct rdma_cm_id *cid, struct sockaddr *src_addr, struct 
 		return cma_err(-EINVAL);
 	}
 	err = resolve_locked(id, src_addr, dst_addr);
-	if (err && id->state == CMA_IDLE) {
-		/* No device at all: the call fails, as rdma-core's does when the kernel cannot
-		 * bind (no event). */
+	if (err == -EINVAL || err == -EAFNOSUPPORT) {
+		/* Bad arguments or state fail the call; what the network says (no route, no
+		 * device with that source address or RoCE version) comes as ADDR_ERROR, as the
+		 * kernel's asynchronous resolution reports it. */
 		pthread_mutex_unlock(&cma_lock);
 		return cma_err(err);
 	}
