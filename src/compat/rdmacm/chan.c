@@ -5,7 +5,6 @@
  * takes the head of the queue, so an fd that polls readable always has an event behind it.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -94,24 +93,20 @@ int cma_event_post(struct cma_id *id, struct cma_id *listen, enum rdma_cm_event_
 	return 0;
 }
 
+/*
+ * The eventfd keeps the counts of withdrawn events: a reader then finds the queue shorter and
+ * reads again (rdma_get_cm_event), a poller wakes once for nothing. Taking the count back here
+ * could block, or race with a reader of the same fd.
+ */
 static void forget_on(struct cma_id *id, struct cma_chan *ch)
 {
 	struct cma_event **pp, *e;
-	uint64_t v;
 
 	pp = &ch->head;
 	ch->tail = NULL;
 	while ((e = *pp) != NULL) {
 		if (e->owner == id) {
 			*pp = e->next;
-			/* Take its count off the fd (non-blocking: it is there). */
-			int fl = fcntl(ch->ch.fd, F_GETFL);
-
-			fcntl(ch->ch.fd, F_SETFL, fl | O_NONBLOCK);
-			if (read(ch->ch.fd, &v, sizeof(v)) < 0) {
-				/* the count was taken by a reader that will find the queue shorter */
-			}
-			fcntl(ch->ch.fd, F_SETFL, fl);
 			id->events_acked++;
 			free(e);
 			continue;
@@ -155,7 +150,8 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
 		pthread_mutex_unlock(&cma_lock);
 		if (e)
 			break;
-		/* An event of a destroyed id was withdrawn after our read got its count. */
+		/* The count of a withdrawn event (destroyed or migrated id): read again, or tell
+		 * a non-blocking caller there is nothing (EAGAIN). */
 	}
 	e->next = NULL;
 	*event = &e->ev;

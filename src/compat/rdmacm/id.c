@@ -521,7 +521,7 @@ int rdma_migrate_id(struct rdma_cm_id *cid, struct rdma_event_channel *channel)
 		struct cma_event *moved = NULL, **tail = &moved;
 		struct cma_event **pp = &from->head;
 		struct cma_event *e;
-		uint64_t v, one = 1;
+		uint64_t one = 1;
 
 		from->tail = NULL;
 		while ((e = *pp) != NULL) {
@@ -530,10 +530,7 @@ int rdma_migrate_id(struct rdma_cm_id *cid, struct rdma_event_channel *channel)
 				e->next = NULL;
 				*tail = e;
 				tail = &e->next;
-				if (read(from->ch.fd, &v, sizeof(v)) < 0) {
-					/* taken by a concurrent reader */
-				}
-				continue;
+				continue; /* its count stays on the old fd (chan.c forget_on) */
 			}
 			from->tail = e;
 			pp = &e->next;
