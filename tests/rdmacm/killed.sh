@@ -25,12 +25,10 @@ LIMIT_S=15
 inb timeout 120 "$UROCE" run -- rping -s -v -a $B4 -p $PORT -C 100000 \
 	>"$T/srv.out" 2>"$T/srv.err" &
 spid=$!
-sid=$(printf '0x%x' $(((0x0106 << 16) | PORT)))
-for _ in $(seq 400); do
-	grep -rqsw -- "$sid" "$RUNB/share" && break
-	kill -0 $spid 2>/dev/null || break
-	timeout 0.05 tail -f /dev/null
-done
+wait_cm_listen "$RUNB" 0x0106 $PORT $spid || {
+	cat "$T/srv.out" "$T/srv.err" >&2
+	fail "rping server did not listen"
+}
 ina timeout 120 "$UROCE" run -- rping -c -v -a $B4 -p $PORT -C 100000 \
 	>"$T/cli.out" 2>"$T/cli.err" &
 cpid=$!

@@ -49,19 +49,6 @@ in_cli() { in$CLI "$@"; }
 RUNSRV=$RUNB
 PORT=7174
 
-# The server listens when its membership file claims the service ID (share.h): rdma_cm's port
-# space (TCP 0x0106, UDP 0x0111) << 16 | port.
-wait_cm_listen() { # PS PORT PID
-	local sid
-	sid=$(printf '0x%x' $((($1 << 16) | $2)))
-	for _ in $(seq 400); do
-		grep -rqsw -- "$sid" "$RUNSRV/share" && return 0
-		kill -0 "$3" 2>/dev/null || return 1
-		timeout 0.05 tail -f /dev/null
-	done
-	return 1
-}
-
 case $PROG in
 rping | rping64k)
 	size=()
@@ -98,7 +85,7 @@ esac
 
 in_srv timeout 120 "$UROCE" run --pcap "$T/srv.pcap" -- "${srv[@]}" >"$T/srv.out" 2>"$T/srv.err" &
 spid=$!
-wait_cm_listen $((ps)) $PORT $spid || {
+wait_cm_listen "$RUNSRV" $((ps)) $PORT $spid || {
 	cat "$T/srv.out" "$T/srv.err" >&2
 	fail "${srv[0]} server did not listen"
 }
@@ -123,7 +110,7 @@ if [ "$PROG" = noport ]; then
 	exit 0
 fi
 [ "$cst" -eq 0 ] || kill "$spid" 2>/dev/null
-wait "$spid"
+wait_exit "$spid" 30
 sst=$?
 echo "--- server: ${srv[*]}: status $sst"
 tail -n 5 "$T/srv.out"

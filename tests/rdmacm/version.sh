@@ -28,22 +28,11 @@ export UROCE_CM_TIMEOUT_MS=200 UROCE_CM_RETRIES=3
 LIMIT_S=10
 PORT=7174
 
-wait_cm_listen() { # PID
-	local sid
-	sid=$(printf '0x%x' $(((0x0106 << 16) | PORT)))
-	for _ in $(seq 400); do
-		grep -rqsw -- "$sid" "$RUNB/share" && return 0
-		kill -0 "$1" 2>/dev/null || return 1
-		timeout 0.05 tail -f /dev/null
-	done
-	return 1
-}
-
 start_server() { # ADDR
 	inb timeout 120 "$UROCE" run --pcap "$T/srv.pcap" -- rping -s -v -a "$1" -p $PORT -C 10 \
 		>"$T/srv.out" 2>"$T/srv.err" &
 	spid=$!
-	wait_cm_listen $spid || {
+	wait_cm_listen "$RUNB" 0x0106 $PORT $spid || {
 		cat "$T/srv.out" "$T/srv.err" >&2
 		fail "rping server did not listen"
 	}
@@ -96,7 +85,7 @@ v1server)
 	mode a ura_a0 | grep -qx 'IB/RoCE v1' || fail "ura_a0 mode is not RoCE v1 after -m 1"
 	client v1 "$B4"
 	expect_data v1 "RoCE v1 client, v1-only server"
-	wait "$spid" || fail "rping server exited with $?"
+	wait_exit "$spid" 30 || fail "rping server exited with $? (124: still running)"
 	check_capture "$T/v1.pcap" v1 10 || exit 1
 	# The analogue of a reboot: a fresh run-time directory, the device defined again.
 	rm -rf "${RUNA:?}"/*
@@ -114,7 +103,7 @@ v2server)
 	ina "$UROCE" mode -d ura_a0 -p 1 -m 2 || fail "uroce mode -m 2"
 	client v2 "$B4"
 	expect_data v2 "RoCE v2 client, v2-only server"
-	wait "$spid" || fail "rping server exited with $?"
+	wait_exit "$spid" 30 || fail "rping server exited with $? (124: still running)"
 	;;
 gateway)
 	# 198.18.20.2 is B's, reached from A through the gateway 198.18.10.2.
@@ -126,7 +115,7 @@ gateway)
 	start_server 198.18.20.2
 	client gw 198.18.20.2
 	expect_data gw "RoCE v1-mode client through a gateway"
-	wait "$spid" || fail "rping server exited with $?"
+	wait_exit "$spid" 30 || fail "rping server exited with $? (124: still running)"
 	check_capture "$T/gw.pcap" v2v4 10 || exit 1
 	;;
 *) fail "unknown case '$CASE'" ;;

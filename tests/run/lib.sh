@@ -32,6 +32,10 @@ NSA=uroce-ra-$$ NSB=uroce-rb-$$
 RUNA=$T/run-a RUNB=$T/run-b
 cleanup() {
 	for pid in $(jobs -p); do kill "$pid" 2>/dev/null; done
+	# What our jobs started inside our namespaces (the programs under `ip netns exec`).
+	for ns in "$NSA" "$NSB"; do
+		for pid in $(ip netns pids "$ns" 2>/dev/null); do kill "$pid" 2>/dev/null; done
+	done
 	wait 2>/dev/null
 	ip netns del "$NSA" 2>/dev/null
 	ip netns del "$NSB" 2>/dev/null
@@ -102,6 +106,42 @@ gid_index() { # a|b DEV ADDR VER
 		fail "$dev: GID $addr RoCE $ver: index '$i' from ibv_devinfo -v, '$j' from uroce gids"
 	fi
 	echo "$i"
+}
+
+# Wait (bounded) until a process of run-time directory RUNDIR listens with rdma_cm on port space
+# PS (0x0106 TCP, 0x0111 UDP) and PORT: its claim of the service ID (PS << 16 | PORT) is in a
+# membership file of the device's sharing group (src/host/share.h). Fails when PID ends first.
+wait_cm_listen() { # RUNDIR PS PORT PID
+	local sid
+	sid=$(printf '0x%x' $((($2 << 16) | $3)))
+	for _ in $(seq 400); do
+		grep -rqsw -- "$sid" "$1/share" && return 0
+		kill -0 "$4" 2>/dev/null || return 1
+		timeout 0.05 tail -f /dev/null
+	done
+	return 1
+}
+
+# Wait (bounded) for background job PID to end; its status, or 124 when it is still running
+# after SECONDS (then the stacks of the rdma-core programs still running are printed, for the
+# log, and the job is left to the cleanup).
+wait_exit() { # PID SECONDS
+	local n=$(($2 * 20))
+	while [ $n -gt 0 ] && kill -0 "$1" 2>/dev/null; do
+		timeout 0.05 tail -f /dev/null
+		n=$((n - 1))
+	done
+	if kill -0 "$1" 2>/dev/null; then
+		echo "--- still running after $2 s:" >&2
+		for p in $(pgrep -x 'rping|ucmatose|udaddy|rdma_server|rdma_client' || true); do
+			echo "== $p: $(tr '\0' ' ' </proc/"$p"/cmdline)" >&2
+			command -v gdb >/dev/null &&
+				gdb -p "$p" -batch -ex 'thread apply all bt 10' 2>/dev/null |
+				grep -E '^#|^Thread' >&2
+		done
+		return 124
+	fi
+	wait "$1"
 }
 
 wait_listen() { # a|b PORT SERVER-PID
