@@ -359,6 +359,61 @@ static void test_no_listener(void)
 	rdma_destroy_event_channel(cch);
 }
 
+/* A listener destroyed with a connection request nobody read: the client is rejected, and the
+ * new id goes with the listener (ASan would see it otherwise). Destroying the new id before
+ * acking its request does not wait: the request counts against the listener, as in rdma-core. */
+static void test_unread_request(void)
+{
+	struct rdma_event_channel *sch = rdma_create_event_channel(),
+				  *cch = rdma_create_event_channel();
+	struct rdma_cm_id *l, *c;
+	struct sockaddr_in a = sin4(next_port++);
+	struct rdma_conn_param cp = {.retry_count = 7};
+	struct pollfd p = {.fd = sch->fd, .events = POLLIN};
+	struct rdma_cm_event *ev;
+
+	CHECK(rdma_create_id(sch, &l, NULL, RDMA_PS_TCP) == 0);
+	CHECK(rdma_bind_addr(l, (struct sockaddr *)&a) == 0);
+	CHECK(rdma_listen(l, 4) == 0);
+	CHECK(rdma_create_id(cch, &c, NULL, RDMA_PS_TCP) == 0);
+	CHECK(rdma_resolve_addr(c, NULL, (struct sockaddr *)&a, 2000) == 0);
+	expect_ack(cch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	CHECK(rdma_resolve_route(c, 2000) == 0);
+	expect_ack(cch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	make_qp(c, IBV_QPT_RC);
+	CHECK(rdma_connect(c, &cp) == 0);
+	CHECK(poll(&p, 1, WAIT_MS) == 1); /* the request is there, unread */
+	CHECK(rdma_destroy_id(l) == 0);
+	ev = expect(cch, RDMA_CM_EVENT_REJECTED);
+	if (ev)
+		rdma_ack_cm_event(ev);
+	rdma_destroy_qp(c);
+	CHECK(rdma_destroy_id(c) == 0);
+
+	/* The new id destroyed before its request is acked. */
+	a = sin4(next_port++);
+	CHECK(rdma_create_id(sch, &l, NULL, RDMA_PS_TCP) == 0);
+	CHECK(rdma_bind_addr(l, (struct sockaddr *)&a) == 0);
+	CHECK(rdma_listen(l, 4) == 0);
+	CHECK(rdma_create_id(cch, &c, NULL, RDMA_PS_TCP) == 0);
+	CHECK(rdma_resolve_addr(c, NULL, (struct sockaddr *)&a, 2000) == 0);
+	expect_ack(cch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	CHECK(rdma_resolve_route(c, 2000) == 0);
+	expect_ack(cch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	CHECK(rdma_connect(c, &cp) == 0);
+	ev = expect(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	if (ev) {
+		CHECK(rdma_reject(ev->id, NULL, 0) == 0);
+		CHECK(rdma_destroy_id(ev->id) == 0); /* before the ack: must not wait */
+		rdma_ack_cm_event(ev);
+	}
+	expect_ack(cch, RDMA_CM_EVENT_REJECTED);
+	CHECK(rdma_destroy_id(c) == 0);
+	CHECK(rdma_destroy_id(l) == 0);
+	rdma_destroy_event_channel(sch);
+	rdma_destroy_event_channel(cch);
+}
+
 static void test_loop(int n)
 {
 	int fds0 = -1;
@@ -634,6 +689,7 @@ int main(int argc, char **argv)
 	test_no_listener();
 	test_ud();
 	test_sync();
+	test_unread_request();
 	test_loop(100);
 	return check_exit("rdmacm_api");
 }

@@ -64,7 +64,10 @@ int cma_event_post(struct cma_id *id, struct cma_id *listen, enum rdma_cm_event_
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
-	e->owner = id;
+	/* Whose event count it is, as in rdma-core: a connection request counts against the
+	 * listener (the new id does not exist for rdma-core until the event is read), so the new
+	 * id can be destroyed before the request is acked, and the listener cannot. */
+	e->owner = type == RDMA_CM_EVENT_CONNECT_REQUEST && listen ? listen : id;
 	e->ev.id = &id->id;
 	e->ev.listen_id = listen ? &listen->id : NULL;
 	e->ev.event = type;
@@ -84,7 +87,7 @@ int cma_event_post(struct cma_id *id, struct cma_id *listen, enum rdma_cm_event_
 	else
 		ch->head = e;
 	ch->tail = e;
-	id->events_reported++;
+	e->owner->events_reported++;
 	if (write(ch->ch.fd, &one, sizeof(one)) < 0) {
 		/* an eventfd write fails only when the count would overflow */
 	}
@@ -108,6 +111,10 @@ static void forget_on(struct cma_id *id, struct cma_chan *ch)
 		if (e->owner == id) {
 			*pp = e->next;
 			id->events_acked++;
+			/* A connection request nobody read: its new id goes with it, as the kernel
+			 * destroys the ids of a listener's pending requests. */
+			if (e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST && e->ev.id != &id->id)
+				cma_id_drop_unreported(cma_id_of(e->ev.id));
 			free(e);
 			continue;
 		}

@@ -169,6 +169,7 @@ int cma_create_id_qpt(struct rdma_event_channel *channel, struct rdma_cm_id **id
 	return err;
 }
 
+
 static void unlink_id(struct cma_id *id)
 {
 	for (struct cma_id **pp = &all_ids; *pp; pp = &(*pp)->next_listen)
@@ -176,6 +177,32 @@ static void unlink_id(struct cma_id *id)
 			*pp = id->next_listen;
 			return;
 		}
+}
+
+void cma_id_drop_unreported(struct cma_id *id)
+{
+	struct rdma_event_channel *sync_ch = NULL;
+
+	id->destroying = true;
+	cma_will_disarm(id);
+	if (id->conn) {
+		uroce_ibcm_conn_set_user(id->conn, NULL);
+		uroce_ibcm_conn_destroy(id->conn, cma_now());
+		id->conn = NULL;
+	}
+	unlink_id(id);
+	id->chan->ids--;
+	if (id->sync)
+		sync_ch = id->id.channel;
+	pthread_cond_destroy(&id->acked);
+	free(id);
+	if (sync_ch) {
+		/* Empty (nothing was ever posted to it): closing it needs no lock. */
+		struct cma_chan *c = cma_container_of(sync_ch, struct cma_chan, ch);
+
+		close(c->ch.fd);
+		free(c);
+	}
 }
 
 int rdma_destroy_id(struct rdma_cm_id *cid)

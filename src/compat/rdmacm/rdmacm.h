@@ -146,6 +146,9 @@ int cma_init_qp_attr(struct cma_id *id, struct ibv_qp_attr *a, int *mask);
 struct cma_id *cma_all_ids(void); /* every live id, linked by next_listen (lock held) */
 int cma_id_new_passive(struct cma_id *listen, struct cma_id **out);
 void cma_fill_path(struct cma_id *id);
+/* Free a passive id whose connection request the application never read (its listener is
+ * going): the connection is rejected. Lock held. */
+void cma_id_drop_unreported(struct cma_id *id);
 /* rdma_create_id with the QP type rdma_create_ep asks for. */
 int cma_create_id_qpt(struct rdma_event_channel *channel, struct rdma_cm_id **id, void *context,
 		      enum rdma_port_space ps, enum ibv_qp_type qpt);
