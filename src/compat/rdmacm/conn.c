@@ -453,6 +453,8 @@ int rdma_reject(struct rdma_cm_id *cid, const void *private_data, uint8_t privat
 		return cma_err(-EINVAL);
 	pthread_mutex_lock(&cma_lock);
 	err = reject_locked(cma_id_of(cid), private_data, private_data_len);
+	if (!err && cma_id_of(cid)->dev)
+		cma_dev_flush(cma_id_of(cid)->dev);
 	pthread_mutex_unlock(&cma_lock);
 	cma_kick();
 	return cma_err(err);
@@ -521,6 +523,8 @@ int rdma_disconnect(struct rdma_cm_id *cid)
 		break;
 	}
 out:
+	if (!err && id->dev)
+		cma_dev_flush(id->dev); /* the DREQ or DREP, before the caller may exit */
 	pthread_mutex_unlock(&cma_lock);
 	cma_kick();
 	return cma_err(err);

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,7 @@ static struct {
 	struct cma_dev *devs;
 	int epfd, wakefd;
 	pthread_t thread;
+	pid_t pid; /* the process that opened the devices */
 } g = {.once = PTHREAD_ONCE_INIT};
 
 uint64_t cma_now(void)
@@ -213,6 +215,44 @@ static int ibcm_send(void *arg, const struct uroce_ibcm_addr *to, const uint8_t 
 	return 0;
 }
 
+/*
+ * Wait (bounded: 200 ms) until every MAD posted on d's QP1 has left, polling its completions.
+ * The kernel's CM delivers what rdma_disconnect or rdma_destroy_id queued even when the process
+ * exits right after; ours is in the process, so the calls that may be the last (disconnect,
+ * reject, destroy) wait for their MADs to be sent. Lock held; released while waiting.
+ */
+void cma_dev_flush(struct cma_dev *d)
+{
+	uint64_t end = cma_now() + 200000000ull;
+
+	for (;;) {
+		bool busy = false;
+
+		poll_dev(d);
+		for (unsigned i = 0; i < UROCE_CMA_SENDS && !busy; i++)
+			busy = d->send_ah[i] != NULL;
+		if (!busy || cma_now() > end)
+			return;
+		pthread_mutex_unlock(&cma_lock);
+		sched_yield();
+		pthread_mutex_lock(&cma_lock);
+	}
+}
+
+/* At exit: what the kernel would do for a process's connections (DREQ for the established
+ * ones), sent before the process is gone. */
+static void __attribute__((destructor)) cma_at_exit(void)
+{
+	if (!g.ndev || getpid() != g.pid)
+		return; /* nothing opened, or a forked child: the connections are the parent's */
+	pthread_mutex_lock(&cma_lock);
+	cma_close_all();
+	for (int i = 0; i < g.ndev; i++)
+		if (g.devs[i].gsi_ready)
+			cma_dev_flush(&g.devs[i]);
+	pthread_mutex_unlock(&cma_lock);
+}
+
 static const struct uroce_ibcm_ops ibcm_ops = {
 	.send = ibcm_send,
 	.event = cma_on_ibcm_event,
@@ -362,6 +402,7 @@ static void init_once(void)
 	struct ibv_device **list;
 	int n = 0;
 
+	g.pid = getpid();
 	list = ibv_get_device_list(&n);
 	if (!list || n == 0) {
 		g.err = -ENODEV;

@@ -179,6 +179,16 @@ static void unlink_id(struct cma_id *id)
 		}
 }
 
+void cma_close_all(void)
+{
+	for (struct cma_id *i = all_ids; i; i = i->next_listen)
+		if (i->conn && uroce_ibcm_conn_state(i->conn) == UROCE_IBCM_ESTABLISHED) {
+			uroce_ibcm_conn_set_user(i->conn, NULL);
+			uroce_ibcm_conn_destroy(i->conn, cma_now()); /* sends the DREQ */
+			i->conn = NULL;
+		}
+}
+
 void cma_id_drop_unreported(struct cma_id *id)
 {
 	struct rdma_event_channel *sync_ch = NULL;
@@ -224,6 +234,8 @@ int rdma_destroy_id(struct rdma_cm_id *cid)
 		uroce_ibcm_conn_set_user(id->conn, NULL);
 		uroce_ibcm_conn_destroy(id->conn, cma_now());
 		id->conn = NULL;
+		if (id->dev)
+			cma_dev_flush(id->dev); /* the REJ or DREQ it may have sent */
 	}
 	if (id->counted && id->listener) {
 		id->listener->pending--;
