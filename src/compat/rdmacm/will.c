@@ -21,8 +21,6 @@
 #include "compat/rdmacm/will.h"
 #include "host/gid.h"
 #include "wire/mad.h"
-#include "wire/opcode.h"
-#include "wire/packet.h"
 
 extern char **environ;
 
@@ -102,15 +100,11 @@ out:
 	return err;
 }
 
-/* The GSI datagram carrying a DREQ for id's connection (BTH..ICRC), into s. */
+/* The DREQ MAD for id's connection and its addresses, into s. */
 static int build(struct cma_id *id, struct cma_will_slot *s, uint16_t port)
 {
 	struct uroce_cm_mad m;
-	struct uroce_frame f;
-	uint8_t mad[UROCE_MAD_LEN], frame[512];
 	bool v4 = uroce_gid_is_v4(id->sgid);
-	ssize_t n;
-	size_t l3;
 
 	memset(&m, 0, sizeof(m));
 	m.hdr.base_version = 1;
@@ -122,45 +116,11 @@ static int build(struct cma_id *id, struct cma_will_slot *s, uint16_t port)
 	m.u.dreq.local_comm_id = uroce_ibcm_conn_local_id(id->conn);
 	m.u.dreq.remote_comm_id = uroce_ibcm_conn_remote_id(id->conn);
 	m.u.dreq.remote_qpn = id->remote_qpn;
-	if (uroce_cm_mad_encode(mad, sizeof(mad), &m) != UROCE_MAD_LEN)
+	if (uroce_cm_mad_encode(s->mad, sizeof(s->mad), &m) != UROCE_MAD_LEN)
 		return -EINVAL;
-	memset(&f, 0, sizeof(f));
-	f.encap = v4 ? UROCE_ENCAP_V2_IPV4 : UROCE_ENCAP_V2_IPV6;
-	if (v4) {
-		f.ip4.ihl = 5;
-		f.ip4.tos = id->tos;
-		f.ip4.frag = 0x4000; /* DF, as the device's sockets send (IP_PMTUDISC_DO) */
-		f.ip4.ttl = 64;
-		memcpy(f.ip4.src, id->sgid + 12, 4);
-		memcpy(f.ip4.dst, id->dgid + 12, 4);
-		l3 = 20;
-	} else {
-		f.ip6.version = 6;
-		f.ip6.tclass = id->tos;
-		f.ip6.hop_limit = 64;
-		memcpy(f.ip6.src, id->sgid, 16);
-		memcpy(f.ip6.dst, id->dgid, 16);
-		l3 = 40;
-	}
-	f.udp.sport = port;
-	f.udp.dport = port;
-	f.t.bth.opcode = UROCE_OP_UD_SEND_ONLY;
-	f.t.bth.pkey = 0xFFFF;
-	f.t.bth.dqpn = UROCE_GSI_QPN;
-	f.t.deth.qkey = UROCE_GSI_QKEY;
-	f.t.deth.src_qp = UROCE_GSI_QPN;
-	f.t.payload = mad;
-	f.t.payload_len = UROCE_MAD_LEN;
-	n = uroce_frame_encode(frame, sizeof(frame), &f);
-	if (n < 0)
-		return (int)n;
-	n -= (ssize_t)(14 + l3 + 8);
-	if (n <= 0 || n > CMA_WILL_PKT)
-		return -EMSGSIZE;
-	memcpy(s->pkt, frame + 14 + l3 + 8, (size_t)n);
-	s->len = (uint16_t)n;
 	s->family = v4 ? AF_INET : AF_INET6;
 	s->port = port;
+	s->tos = id->tos;
 	memset(s->src, 0, 16);
 	memset(s->dst, 0, 16);
 	memcpy(s->src, v4 ? id->sgid + 12 : id->sgid, v4 ? 4 : 16);

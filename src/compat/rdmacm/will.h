@@ -12,9 +12,10 @@
  * - Table: a memfd of struct cma_will_table, mapped shared. Slots are written under cma_lock
  *   (will.c); `armed` is set last and cleared first, so the watchdog never sends a half-written
  *   slot (it reads only after this process is gone anyway).
- * - The datagram is the UDP payload (BTH..ICRC) of a GSI UD SEND to QP1 carrying the DREQ MAD,
- *   its ICRC computed for the source port it is sent from (the device's RoCE v2 port, bound with
- *   SO_REUSEPORT, as this process's sockets were) and IPv4 ID 0 (receivers recover the ID).
+ * - A slot holds the DREQ MAD and its addresses; the watchdog wraps it in a GSI UD SEND to QP1
+ *   (BTH, DETH, ICRC) for the ephemeral UDP port its own socket is bound to: it must not join the
+ *   device's SO_REUSEPORT group on the RoCE v2 port, whose steering program maps members by
+ *   their order in the group (host/share.h). IPv4 ID 0 (receivers recover the ID).
  * - RoCE v1 connections have no will (the watchdog would need a raw socket): the peer then only
  *   learns from its own timeouts.
  * - The watchdog is spawned (posix_spawn: no copy of this process's memory) and forks once so
@@ -27,7 +28,6 @@
 #include <stdint.h>
 
 #define CMA_WILL_SLOTS 1024
-#define CMA_WILL_PKT   288 /* BTH 12 + DETH 8 + MAD 256 + ICRC 4 = 280 */
 #define CMA_WILL_TABLE_FD 3
 #define CMA_WILL_PIPE_FD  4
 #define CMA_WILL_EXE	  "uroce-cm-will"
@@ -35,10 +35,10 @@
 struct cma_will_slot {
 	atomic_uint armed;
 	uint16_t family; /* AF_INET or AF_INET6 */
-	uint16_t port;	 /* UDP source and destination port */
+	uint16_t port;	 /* the RoCE v2 UDP destination port */
+	uint8_t tos;
 	uint8_t src[16], dst[16]; /* IPv4 in the first 4 bytes */
-	uint16_t len;
-	uint8_t pkt[CMA_WILL_PKT];
+	uint8_t mad[256];
 };
 
 struct cma_will_table {

@@ -9,21 +9,69 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include "compat/rdmacm/will.h"
+#include "wire/mad.h"
+#include "wire/opcode.h"
+#include "wire/packet.h"
+
+/* The GSI UD SEND to QP1 carrying s's MAD, for UDP source port sport: BTH..ICRC into pkt. */
+static ssize_t build(const struct cma_will_slot *s, uint16_t sport, uint8_t *pkt, size_t cap)
+{
+	struct uroce_frame f;
+	uint8_t frame[512];
+	size_t hdrs = 14 + (s->family == AF_INET ? 20 : 40) + 8;
+	ssize_t n;
+
+	memset(&f, 0, sizeof(f));
+	if (s->family == AF_INET) {
+		f.encap = UROCE_ENCAP_V2_IPV4;
+		f.ip4.ihl = 5;
+		f.ip4.tos = s->tos;
+		f.ip4.frag = 0x4000; /* DF: IP_PMTUDISC_DO below, so the kernel sends ID 0 */
+		f.ip4.ttl = 64;
+		memcpy(f.ip4.src, s->src, 4);
+		memcpy(f.ip4.dst, s->dst, 4);
+	} else {
+		f.encap = UROCE_ENCAP_V2_IPV6;
+		f.ip6.version = 6;
+		f.ip6.tclass = s->tos;
+		f.ip6.hop_limit = 64;
+		memcpy(f.ip6.src, s->src, 16);
+		memcpy(f.ip6.dst, s->dst, 16);
+	}
+	f.udp.sport = sport;
+	f.udp.dport = s->port;
+	f.t.bth.opcode = UROCE_OP_UD_SEND_ONLY;
+	f.t.bth.pkey = 0xFFFF;
+	f.t.bth.dqpn = UROCE_GSI_QPN;
+	f.t.deth.qkey = UROCE_GSI_QKEY;
+	f.t.deth.src_qp = UROCE_GSI_QPN;
+	f.t.payload = s->mad;
+	f.t.payload_len = sizeof(s->mad);
+	n = uroce_frame_encode(frame, sizeof(frame), &f);
+	if (n <= (ssize_t)hdrs || (size_t)n - hdrs > cap)
+		return -1;
+	memcpy(pkt, frame + hdrs, (size_t)n - hdrs);
+	return n - (ssize_t)hdrs;
+}
 
 static void send_slot(const struct cma_will_slot *s)
 {
 	struct sockaddr_storage src = {0}, dst = {0};
 	socklen_t len;
-	int one = 1, fd;
+	uint8_t pkt[320];
+	uint16_t sport;
+	ssize_t n;
+	int fd;
 
 	if (s->family == AF_INET) {
 		struct sockaddr_in *a = (struct sockaddr_in *)&src, *b = (struct sockaddr_in *)&dst;
 
 		a->sin_family = b->sin_family = AF_INET;
-		a->sin_port = b->sin_port = htons(s->port);
+		b->sin_port = htons(s->port);
 		memcpy(&a->sin_addr, s->src, 4);
 		memcpy(&b->sin_addr, s->dst, 4);
 		len = sizeof(*a);
@@ -31,7 +79,7 @@ static void send_slot(const struct cma_will_slot *s)
 		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&src, *b = (struct sockaddr_in6 *)&dst;
 
 		a->sin6_family = b->sin6_family = AF_INET6;
-		a->sin6_port = b->sin6_port = htons(s->port);
+		b->sin6_port = htons(s->port);
 		memcpy(&a->sin6_addr, s->src, 16);
 		memcpy(&b->sin6_addr, s->dst, 16);
 		len = sizeof(*a);
@@ -39,16 +87,20 @@ static void send_slot(const struct cma_will_slot *s)
 	fd = socket(s->family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
 	if (s->family == AF_INET) {
 		int pmtu = IP_PMTUDISC_DO;
 
 		setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu));
 	}
-	if (bind(fd, (struct sockaddr *)&src, len) == 0) {
+	/* An ephemeral port: the ICRC covers it, so the packet is built after the bind. */
+	if (bind(fd, (struct sockaddr *)&src, len) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&src, &len) == 0) {
+		sport = ntohs(s->family == AF_INET ? ((struct sockaddr_in *)&src)->sin_port
+						   : ((struct sockaddr_in6 *)&src)->sin6_port);
+		n = build(s, sport, pkt, sizeof(pkt));
 		/* Twice: a lost DREQ is not retried by anyone. */
-		for (int i = 0; i < 2; i++)
-			sendto(fd, s->pkt, s->len, 0, (struct sockaddr *)&dst, len);
+		for (int i = 0; n > 0 && i < 2; i++)
+			sendto(fd, pkt, (size_t)n, 0, (struct sockaddr *)&dst, len);
 	}
 	close(fd);
 }
@@ -77,7 +129,7 @@ int main(void)
 			break;
 	}
 	for (uint32_t i = 0; i < t->nslots && i < CMA_WILL_SLOTS; i++)
-		if (atomic_load(&t->s[i].armed) && t->s[i].len <= CMA_WILL_PKT)
+		if (atomic_load(&t->s[i].armed))
 			send_slot(&t->s[i]);
 	return 0;
 }
