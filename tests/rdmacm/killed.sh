@@ -4,13 +4,15 @@
 # A peer killed mid-transfer (SIGKILL): its CM's watchdog sends the DREQs the kernel would have
 # sent (src/compat/rdmacm/will.h), so the other side's unmodified rping sees DISCONNECTED and
 # exits within a bounded time; nothing hangs.
-#   killed.sh UROCE server|client
+#   killed.sh UROCE server|client [lo]
+# lo: both in one namespace on one device (two processes sharing it; the watchdog's DREQ must
+# reach the survivor through the device's steering).
 # server: the rping server is killed during a long run; the client must exit non-zero.
 # client: the rping client is killed; the server must exit (rping -s without -P serves one
 #         client and then exits).
 set -u -o pipefail
 
-UROCE=$1 WHO=$2
+UROCE=$1 WHO=$2 MODE=${3:-}
 # shellcheck source=../run/lib.sh
 . "$(dirname "$0")/../run/lib.sh"
 
@@ -29,7 +31,8 @@ wait_cm_listen "$RUNB" 0x0106 $PORT $spid || {
 	cat "$T/srv.out" "$T/srv.err" >&2
 	fail "rping server did not listen"
 }
-ina timeout 120 "$UROCE" run -- rping -c -v -a $B4 -p $PORT -C 100000 \
+incli() { if [ "$MODE" = lo ]; then inb "$@"; else ina "$@"; fi; }
+incli timeout 120 "$UROCE" run -- rping -c -v -a $B4 -p $PORT -C 100000 \
 	>"$T/cli.out" 2>"$T/cli.err" &
 cpid=$!
 # Mid-transfer: wait (bounded) until the client has printed 50 pings.
@@ -47,10 +50,13 @@ done
 # wrappers our test started it with.
 victim=$([ "$WHO" = server ] && echo $spid || echo $cpid)
 other=$([ "$WHO" = server ] && echo $cpid || echo $spid)
-ns=$([ "$WHO" = server ] && echo "$NSB" || echo "$NSA")
+ns=$([ "$WHO" = server ] || [ "$MODE" = lo ] && echo "$NSB" || echo "$NSA")
+# In one namespace, the server is the rping with -s.
+want=$([ "$WHO" = server ] && echo ' -s ' || echo ' -c ')
 rpid=
 for p in $(ip netns pids "$ns"); do
-	[ "$(cat /proc/"$p"/comm 2>/dev/null)" = rping ] && rpid=$p
+	[ "$(cat /proc/"$p"/comm 2>/dev/null)" = rping ] &&
+		tr '\0' ' ' </proc/"$p"/cmdline | grep -q -- "$want" && rpid=$p
 done
 [ -n "$rpid" ] || fail "no rping process in $ns"
 t0=$(date +%s)
