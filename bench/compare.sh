@@ -510,6 +510,7 @@ plot_opt=()
 [ $PLOT = 1 ] && plot_opt=(--plot "$OUT/compare.png")
 /usr/bin/python3 "$HERE/compare_report.py" "$RES" --out "$OUT/results.md" "${plot_opt[@]}" \
 	--command "$CMDLINE" --commit "$COMMIT" --date "$START" --reps "$REPS" --duration "$DUR" \
-	--lat-iters "$LAT_ITERS" --machine "$(nproc) vCPUs, $(uname -r), load average at start $LOAD" \
+	--lat-iters "$LAT_ITERS" \
+	--machine "$(nproc) vCPUs, $(uname -r), load average $LOAD at start, $(cut -d' ' -f1-3 /proc/loadavg) at the end" \
 	${RUN_OPTS[0]:+--progress-busy-poll} || cannot "the report failed (results.tsv is in $OUT)"
 echo "$ME: wrote $OUT/results.md${plot_opt[1]:+, ${plot_opt[1]}}, results.tsv, logs/"

@@ -294,7 +294,7 @@ def main():
 
     groups = load(a.results)
     out = ["Commit %s, %s; `%s`" % (a.commit, a.date, a.command), "",
-           "Machine: %s. %s runs per figure; throughput runs of %s s (perftest -D, iperf3 -t), "
+           "Machine: %s. %s run(s) per figure; throughput runs of %s s (perftest -D, iperf3 -t), "
            "latency runs of %s iterations (perftest -n) or %s s (sockperf -t)%s." % (
                a.machine, a.reps, a.duration, a.lat_iters, a.duration,
                "; uroce progress thread busy-polling" if a.progress_busy_poll else ""), ""]
