@@ -84,7 +84,7 @@ static int id_alloc(struct rdma_event_channel *channel, void *context, enum rdma
 	if (!channel) {
 		channel = rdma_create_event_channel();
 		if (!channel) {
-			int err = -errno;
+			int err = errno ? -errno : -ENOMEM; /* never 0: the caller reads *out */
 
 			free(id);
 			return err;
