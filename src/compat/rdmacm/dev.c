@@ -40,6 +40,7 @@ static struct {
 	struct cma_dev *devs;
 	int epfd, wakefd;
 	pthread_t thread;
+	pid_t pid; /* the process that opened the devices (not a forked child) */
 } g = {.once = PTHREAD_ONCE_INIT};
 
 uint64_t cma_now(void)
@@ -369,6 +370,7 @@ static void init_once(void)
 			ibv_free_device_list(list);
 		return;
 	}
+	g.pid = getpid();
 	g.devs = calloc((size_t)n, sizeof(*g.devs));
 	g.epfd = epoll_create1(EPOLL_CLOEXEC);
 	g.wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -410,6 +412,37 @@ static void init_once(void)
 			g.err = -EAGAIN;
 		pthread_attr_destroy(&at);
 	}
+}
+
+/*
+ * At exit, the MADs already posted on QP1 still leave: the kernel's CM sends them whatever the
+ * process does next, ours would die with the progress threads. A DREQ from rdma_disconnect just
+ * before exit (perftest's server) was lost otherwise, and the peer waited for its DREQ retries.
+ * Polling QP1's CQ runs the device's progress (the send itself) until every send slot completed;
+ * bounded by 200 ms. Not in a forked child: its sockets are its parent's.
+ */
+__attribute__((destructor)) static void flush_at_exit(void)
+{
+	uint64_t end;
+	bool busy = true;
+
+	if (!g.ndev || g.pid != getpid())
+		return;
+	end = cma_now() + 200000000ull;
+	pthread_mutex_lock(&cma_lock);
+	while (busy && cma_now() < end) {
+		busy = false;
+		for (int i = 0; i < g.ndev; i++) {
+			struct cma_dev *d = &g.devs[i];
+
+			if (!d->gsi_ready)
+				continue;
+			poll_dev(d);
+			for (unsigned slot = 0; slot < UROCE_CMA_SENDS; slot++)
+				busy = busy || d->send_ah[slot];
+		}
+	}
+	pthread_mutex_unlock(&cma_lock);
 }
 
 int cma_init(void)
