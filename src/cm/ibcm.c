@@ -435,7 +435,8 @@ struct uroce_ibcm_conn *uroce_ibcm_conn_new(struct uroce_ibcm *cm, enum uroce_ib
 
 static void fire(struct uroce_ibcm_conn *c, uint64_t now)
 {
-	enum uroce_ibcm_event_type err = UROCE_IBCM_EV_REQ_ERROR; /* set by every arming state */
+	/* Set by the switch (every state either sets it or returns); gcc 12 -O2 cannot tell. */
+	enum uroce_ibcm_event_type err = UROCE_IBCM_EV_REQ_ERROR;
 
 	switch (c->state) {
 	case UROCE_IBCM_REQ_SENT:

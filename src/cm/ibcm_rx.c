@@ -374,7 +374,7 @@ static void rx_rej(struct uroce_ibcm *cm, const struct uroce_ibcm_addr *from,
 {
 	const struct uroce_cm_rej *rej = &m->u.rej;
 	struct uroce_ibcm_conn *c = find_rejected(cm, from, rej);
-	bool timewait = false; /* every state sets it or returns; -O2 cannot tell */
+	bool timewait = false; /* set by the switch; gcc 12 -O2 cannot tell */
 
 	if (!c) {
 		ibcm_count(cm, UROCE_IBCM_C_RX_UNKNOWN_ID);

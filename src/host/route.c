@@ -533,7 +533,7 @@ static int lookup(struct nl *nl, const struct ipaddr *dst, const struct ipaddr *
 {
 	struct route_reply rr;
 	struct link_info li;
-	struct ipaddr s = {0};
+	struct ipaddr s = {0}; /* udp_source fills it; gcc 12 -O2 cannot tell */
 	int r;
 
 	if (src) {

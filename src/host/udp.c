@@ -51,6 +51,8 @@
 #endif
 
 #define SHARE_CHECK_EVERY 64
+/* Receive buffer per socket (what the kernel accounts: payload plus skb overhead). */
+#define UROCE_UDP_RCVBUF (32 << 20)
 #define TX_CTL_LEN (2 * CMSG_SPACE(sizeof(int)))
 #define RX_CTL_LEN (CMSG_SPACE(sizeof(struct in6_pktinfo)) + 2 * CMSG_SPACE(sizeof(int)) + 64)
 
@@ -205,8 +207,14 @@ static int open_sock(struct udp_be *b, const struct uroce_backend_cfg *cfg, cons
 		close(fd);
 		return r;
 	}
-	/* Larger buffers help bursts; capped by net.core.[rw]mem_max, failure is harmless. */
-	setint(fd, SOL_SOCKET, SO_RCVBUF, 4 << 20);
+	/*
+	 * Larger buffers help bursts; failure is harmless. A receiver that falls behind a few
+	 * QPs' windows (512 PSNs each) overflows 4 MiB, and a lost first packet of a go-back
+	 * costs a local ACK timeout (about 0.5 s with rdma_cm's): with CAP_NET_ADMIN, go past
+	 * net.core.rmem_max; without it, SO_RCVBUF is capped by it.
+	 */
+	if (setint(fd, SOL_SOCKET, SO_RCVBUFFORCE, UROCE_UDP_RCVBUF))
+		setint(fd, SOL_SOCKET, SO_RCVBUF, UROCE_UDP_RCVBUF);
 	setint(fd, SOL_SOCKET, SO_SNDBUF, 4 << 20);
 	if (b->share) {
 		r = uroce_share_join(b->share, fd, &a.sa, alen, &s->share);

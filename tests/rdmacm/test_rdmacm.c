@@ -7,6 +7,8 @@
  *   the connected QPs, disconnect (DISCONNECTED on both sides);
  * - rdma_reject with private data: REJECTED, status 28 (consumer defined), the data intact;
  * - a port nobody listens on: REJECTED, status 8 (invalid service ID), quickly;
+ * - the port of a destroyed listener can be bound again while its accepted connection lives
+ *   (as with the kernel, where passive ids own no port; perftest -R does this);
  * - 100 connections opened and closed: no fd, id or connection left behind;
  * - synchronous ids: rdma_create_ep, rdma_get_request, rdma_accept, rdma_connect in two threads;
  * - UD (RDMA_PS_UDP): SIDR, ESTABLISHED with the peer's QPN, Q_Key and AH, one datagram;
@@ -414,6 +416,34 @@ static void test_unread_request(void)
 	rdma_destroy_event_channel(cch);
 }
 
+static void test_rebind_after_listener(void)
+{
+	struct pair p;
+	struct rdma_cm_id *l2, *l3;
+	struct sockaddr_in any = {.sin_family = AF_INET};
+	struct sockaddr_in a;
+
+	if (pair_connect(&p, true, NULL, NULL)) {
+		pair_close(&p);
+		return;
+	}
+	a = sin4(p.port);
+	any.sin_port = htons(p.port);
+	CHECK(rdma_create_id(p.sch, &l2, NULL, RDMA_PS_TCP) == 0);
+	CHECK(rdma_create_id(p.sch, &l3, NULL, RDMA_PS_TCP) == 0);
+	/* While the listener lives, its port is taken. */
+	CHECK(rdma_bind_addr(l2, (struct sockaddr *)&any) == -1 && errno == EADDRINUSE);
+	CHECK(rdma_destroy_id(p.listen) == 0);
+	p.listen = NULL;
+	/* Then the accepted id (p.srv) does not hold it. */
+	CHECKF(rdma_bind_addr(l2, (struct sockaddr *)&any) == 0, "bind: %s", strerror(errno));
+	CHECK(rdma_listen(l2, 4) == 0);
+	CHECK(rdma_bind_addr(l3, (struct sockaddr *)&a) == -1 && errno == EADDRINUSE);
+	CHECK(rdma_destroy_id(l3) == 0);
+	CHECK(rdma_destroy_id(l2) == 0);
+	pair_close(&p);
+}
+
 static void test_loop(int n)
 {
 	int fds0 = -1;
@@ -687,6 +717,7 @@ int main(int argc, char **argv)
 	test_connect_data();
 	test_reject();
 	test_no_listener();
+	test_rebind_after_listener();
 	test_ud();
 	test_sync();
 	test_unread_request();

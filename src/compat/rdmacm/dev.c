@@ -41,7 +41,7 @@ static struct {
 	struct cma_dev *devs;
 	int epfd, wakefd;
 	pthread_t thread;
-	pid_t pid; /* the process that opened the devices */
+	pid_t pid; /* the process that opened the devices (not a forked child) */
 } g = {.once = PTHREAD_ONCE_INIT};
 
 uint64_t cma_now(void)

@@ -28,10 +28,16 @@ struct cma_id *cma_all_ids(void)
 	return all_ids;
 }
 
+/*
+ * Whether another id owns port. Passive ids never do, even once their listener is gone: the
+ * kernel puts only bound, resolved and listening ids on a port's bind list, so a server may
+ * destroy its listen id and bind the port again while the accepted connection lives (perftest
+ * -R does this).
+ */
 static bool port_used(enum rdma_port_space ps, uint16_t port, const struct cma_id *self)
 {
 	for (struct cma_id *i = listeners(); i; i = i->next_listen)
-		if (i != self && i->id.ps == ps && i->state != CMA_IDLE && !i->listener &&
+		if (i != self && i->id.ps == ps && i->state != CMA_IDLE && !i->passive &&
 		    cma_sa_port(&i->id.route.addr.src_addr) == port)
 			return true;
 	return false;
@@ -84,7 +90,7 @@ static int id_alloc(struct rdma_event_channel *channel, void *context, enum rdma
 	if (!channel) {
 		channel = rdma_create_event_channel();
 		if (!channel) {
-			int err = errno ? -errno : -ENOMEM;
+			int err = errno ? -errno : -ENOMEM; /* never 0: the caller reads *out */
 
 			free(id);
 			return err;
@@ -116,6 +122,7 @@ int cma_id_new_passive(struct cma_id *listen, struct cma_id **out)
 	if (err)
 		return err;
 	id->listener = listen;
+	id->passive = true;
 	id->state = CMA_CONNECT;
 	id->tos = listen->tos;
 	id->tos_set = listen->tos_set;

@@ -84,6 +84,7 @@ struct cma_id {
 	struct cma_dev *dev;
 	struct uroce_ibcm_conn *conn;
 	struct cma_id *listener; /* a passive id: the listen id it came from */
+	bool passive;		 /* made for a connection request: owns no port (as the kernel's) */
 	struct cma_id *next_listen;
 	int backlog, pending;	 /* listen ids: CONNECT_REQUESTs not yet accepted/rejected */
 	bool counted;		 /* a passive id counted in its listener's pending */
