@@ -444,6 +444,61 @@ static void test_rebind_after_listener(void)
 	pair_close(&p);
 }
 
+/*
+ * A server slow to accept: with 50 ms CM tries and 2 retries, the client's REQ would be
+ * UNREACHABLE after 150 ms; the server's CM answers the repeated REQ with the MRA it keeps
+ * (CMA_CM_MRA_SETTING), so the client waits. Checked: no event at the client for 500 ms (a
+ * bounded wait for something that must not happen), then the accept establishes.
+ */
+static void test_slow_accept(void)
+{
+	struct rdma_event_channel *sch = rdma_create_event_channel(),
+				  *cch = rdma_create_event_channel();
+	struct rdma_cm_id *l, *c;
+	struct sockaddr_in a = sin4(next_port++);
+	struct rdma_conn_param cp = {.retry_count = 7, .responder_resources = 1,
+				     .initiator_depth = 1};
+	struct pollfd p = {.fd = cch->fd, .events = POLLIN};
+	struct rdma_cm_event *ev;
+
+	setenv("UROCE_CM_TIMEOUT_MS", "50", 1);
+	setenv("UROCE_CM_RETRIES", "2", 1);
+	CHECK(rdma_create_id(sch, &l, NULL, RDMA_PS_TCP) == 0);
+	CHECK(rdma_bind_addr(l, (struct sockaddr *)&a) == 0);
+	CHECK(rdma_listen(l, 4) == 0);
+	CHECK(rdma_create_id(cch, &c, NULL, RDMA_PS_TCP) == 0);
+	CHECK(rdma_resolve_addr(c, NULL, (struct sockaddr *)&a, 2000) == 0);
+	expect_ack(cch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	CHECK(rdma_resolve_route(c, 2000) == 0);
+	expect_ack(cch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	make_qp(c, IBV_QPT_RC);
+	CHECK(rdma_connect(c, &cp) == 0);
+	ev = expect(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	CHECK(poll(&p, 1, 500) == 0); /* no UNREACHABLE: the MRA holds the client */
+	if (ev) {
+		struct rdma_cm_id *s = ev->id;
+
+		rdma_ack_cm_event(ev);
+		make_qp(s, IBV_QPT_RC);
+		CHECK(rdma_accept(s, &cp) == 0);
+		expect_ack(cch, RDMA_CM_EVENT_ESTABLISHED);
+		expect_ack(sch, RDMA_CM_EVENT_ESTABLISHED);
+		CHECK(rdma_disconnect(c) == 0);
+		expect_ack(sch, RDMA_CM_EVENT_DISCONNECTED);
+		CHECK(rdma_disconnect(s) == 0);
+		expect_ack(cch, RDMA_CM_EVENT_DISCONNECTED);
+		rdma_destroy_qp(s);
+		CHECK(rdma_destroy_id(s) == 0);
+	}
+	rdma_destroy_qp(c);
+	CHECK(rdma_destroy_id(c) == 0);
+	CHECK(rdma_destroy_id(l) == 0);
+	rdma_destroy_event_channel(sch);
+	rdma_destroy_event_channel(cch);
+	unsetenv("UROCE_CM_TIMEOUT_MS");
+	unsetenv("UROCE_CM_RETRIES");
+}
+
 static void test_loop(int n)
 {
 	int fds0 = -1;
@@ -721,6 +776,7 @@ int main(int argc, char **argv)
 	test_ud();
 	test_sync();
 	test_unread_request();
+	test_slow_accept();
 	test_loop(100);
 	return check_exit("rdmacm_api");
 }

@@ -17,6 +17,7 @@
 
 
 #define CMA_CM_RESPONSE_TIMEOUT 20
+#define CMA_CM_MRA_TIMEOUT	24
 #define CMA_ACK_TIMEOUT		19 /* what Linux puts in a RoCE REQ (the captures) */
 #define CMA_MIN_RNR_TIMER	12 /* 0.64 ms */
 #define CMA_IBOE_PKT_RATE	3  /* IB_RATE_10_GBPS */
@@ -670,6 +671,12 @@ static void on_request(struct cma_dev *d, const struct uroce_ibcm_event *ev, boo
 	cma_fill_path(id);
 	l->pending++;
 	id->counted = true;
+	/* cma_req_handler: an MRA (CMA_CM_MRA_SETTING: delayed, service timeout 24, about 69 s)
+	 * kept for a repeated REQ, so a client whose server application is slow to accept waits
+	 * instead of timing out. */
+	if (!sidr)
+		uroce_ibcm_send_mra(ev->conn, UROCE_IBCM_MRA_FLAG_DELAY | CMA_CM_MRA_TIMEOUT, NULL, 0,
+				    cma_now());
 	if (cma_event_post(id, l, RDMA_CM_EVENT_CONNECT_REQUEST, 0, priv + UROCE_CMA_HDR_LEN,
 			   plen - UROCE_CMA_HDR_LEN, &e) == 0 &&
 	    e) {
