@@ -680,7 +680,7 @@ static void on_request(struct cma_dev *d, const struct uroce_ibcm_event *ev, boo
 	if (cma_event_post(id, l, RDMA_CM_EVENT_CONNECT_REQUEST, 0, priv + UROCE_CMA_HDR_LEN,
 			   plen - UROCE_CMA_HDR_LEN, &e) == 0 &&
 	    e) {
-		/* The event is on the listener's channel but counts against the new id. */
+		/* On the listener's channel, counted against the listener (chan.c). */
 		if (!sidr) {
 			const struct uroce_cm_req *r = &ev->msg->u.req;
 
