@@ -49,6 +49,23 @@ in_cli() { in$CLI "$@"; }
 RUNSRV=$RUNB
 PORT=7174
 
+if [ "$PROG" = nohost ]; then
+	# Nobody has the address: rdma_resolve_addr waits for ARP (or ND) within rping's 2000 ms
+	# and reports ADDR_ERROR, as the kernel's address resolution does.
+	case $ENC in v2v6) far=fd00:198:18::99 ;; *) far=198.18.10.99 ;; esac
+	t0=$(date +%s%N)
+	in_cli timeout 60 "$UROCE" run -- rping -c -v -a $far -p $PORT -C 1 >"$T/cli.out" 2>&1
+	cst=$?
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	cat "$T/cli.out"
+	echo "client exited with $cst after ${ms} ms"
+	grep -q 'RDMA_CM_EVENT_ADDR_ERROR' "$T/cli.out" || fail "rping did not report ADDR_ERROR"
+	[ "$cst" -ne 0 ] && [ "$cst" -ne 124 ] || fail "rping exited with $cst"
+	[ "$ms" -lt 8000 ] || fail "ADDR_ERROR took ${ms} ms (rping's resolution timeout: 2000 ms)"
+	echo PASS
+	exit 0
+fi
+
 case $PROG in
 rping | rping64k)
 	size=()

@@ -5,6 +5,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "compat/rdmacm/addr.h"
 #include "compat/rdmacm/rdmacm.h"
 #include "compat/uroce_private.h"
+#include "host/neigh.h"
 #include "host/route.h"
 
 static struct cma_id *all_ids; /* every live id, for port allocation (lock held) */
@@ -369,6 +371,8 @@ static int resolve_locked(struct cma_id *id, const struct sockaddr *src,
 	id->gid_index = idx;
 	id->gid_type = type;
 	id->hop_limit = rt.hop_limit;
+	id->ifindex = rt.ifindex;
+	id->on_link = !rt.gateway && !rt.local;
 	memset(&id->id.route.addr.dst_storage, 0, sizeof(id->id.route.addr.dst_storage));
 	memcpy(&id->id.route.addr.dst_storage, dst, cma_sa_len(dst));
 	cma_gid_of_sa(dst, id->dgid);
@@ -377,13 +381,47 @@ static int resolve_locked(struct cma_id *id, const struct sockaddr *src,
 	return 0;
 }
 
+/*
+ * The neighbour's MAC, as the kernel's addr_resolve waits for it (dst_fetch_ha; roce-reference
+ * 2.7): looked up, resolution started when missing (host/neigh.h), then waited for on the
+ * neighbour table's change notifications until timeout_ms. 0, -ETIMEDOUT, or -EHOSTUNREACH
+ * (the kernel marked it failed). Called without the lock: it blocks up to timeout_ms.
+ */
+static int neigh_wait(int ifindex, const uint8_t gid[16], int timeout_ms)
+{
+	uint64_t end = cma_now() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 2000) * 1000000ull;
+	int fd = uroce_neigh_monitor_open();
+	uint8_t mac[6];
+	int err = uroce_neigh_lookup(ifindex, gid, mac);
+
+	while (err == -EAGAIN || err == -EHOSTUNREACH) {
+		uint64_t now = cma_now();
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+
+		if (now >= end)
+			break;
+		/* Woken by any neighbour change; at most every 10 ms without the monitor. */
+		poll(&p, fd >= 0 ? 1 : 0,
+		     fd >= 0 ? (int)((end - now + 999999) / 1000000) : 10);
+		if (fd >= 0)
+			uroce_neigh_monitor_drain(fd);
+		err = uroce_neigh_lookup(ifindex, gid, mac);
+	}
+	if (fd >= 0)
+		close(fd);
+	if (err == -EAGAIN)
+		return -ETIMEDOUT;
+	return err;
+}
+
 int rdma_resolve_addr(struct rdma_cm_id *cid, struct sockaddr *src_addr, struct sockaddr *dst_addr,
 		      int timeout_ms)
 {
 	struct cma_id *id;
-	int err;
+	uint8_t dgid[16];
+	int ifindex = 0, err;
+	bool on_link = false;
 
-	(void)timeout_ms; /* resolution is synchronous: the kernel routes and resolves MACs */
 	if (!cid || !dst_addr)
 		return cma_err(-EINVAL);
 	id = cma_id_of(cid);
@@ -395,11 +433,23 @@ int rdma_resolve_addr(struct rdma_cm_id *cid, struct sockaddr *src_addr, struct 
 	err = resolve_locked(id, src_addr, dst_addr);
 	if (err == -EINVAL || err == -EAFNOSUPPORT) {
 		/* Bad arguments or state fail the call; what the network says (no route, no
-		 * device with that source address or RoCE version) comes as ADDR_ERROR, as the
-		 * kernel's asynchronous resolution reports it. */
+		 * device with that source address or RoCE version, no neighbour) comes as
+		 * ADDR_ERROR, as the kernel's asynchronous resolution reports it. */
 		pthread_mutex_unlock(&cma_lock);
 		return cma_err(err);
 	}
+	if (!err) {
+		on_link = id->on_link;
+		ifindex = id->ifindex;
+		memcpy(dgid, id->dgid, 16);
+	}
+	pthread_mutex_unlock(&cma_lock);
+	/* Without the lock: this waits up to timeout_ms for the neighbour (ARP or ND). */
+	if (!err && on_link)
+		err = neigh_wait(ifindex, dgid, timeout_ms);
+	pthread_mutex_lock(&cma_lock);
+	if (err && id->state == CMA_ADDR_RESOLVED)
+		id->state = CMA_ADDR_BOUND;
 	err = cma_event_post(id, NULL,
 			     err ? RDMA_CM_EVENT_ADDR_ERROR : RDMA_CM_EVENT_ADDR_RESOLVED, err,
 			     NULL, 0, NULL);

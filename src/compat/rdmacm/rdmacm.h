@@ -93,6 +93,8 @@ struct cma_id {
 	int gid_type; /* IBV_GID_TYPE_ROCE_V1 / _V2 */
 	uint8_t sgid[16], dgid[16];
 	uint8_t hop_limit, tos, ack_timeout, mtu;
+	int ifindex;	    /* outgoing interface of the resolved route */
+	bool on_link;	    /* the destination is a neighbour (no gateway, not this host) */
 	bool tos_set, ack_timeout_set, reuseaddr, afonly;
 	struct ibv_sa_path_rec path;
 	/* Connection parameters, as the kernel's cm_id keeps them. */
