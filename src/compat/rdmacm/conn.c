@@ -222,6 +222,8 @@ static int connect_locked(struct cma_id *id, struct rdma_conn_param *p)
 
 	if (id->state != CMA_ROUTE_RESOLVED)
 		return -EINVAL;
+	if (!id->dev->gsi_ready)
+		return -ENODEV; /* the device's CM agent could not start (logged at open) */
 	if (id->id.qp_type == IBV_QPT_UD)
 		return connect_ud(id, p);
 	if (!p) {
