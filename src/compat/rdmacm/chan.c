@@ -34,22 +34,65 @@ struct rdma_event_channel *rdma_create_event_channel(void)
 	return &c->ch;
 }
 
-void rdma_destroy_event_channel(struct rdma_event_channel *channel)
+void cma_chan_free(struct cma_chan *c)
 {
-	struct cma_chan *c = cma_container_of(channel, struct cma_chan, ch);
-
-	if (!channel)
-		return;
-	pthread_mutex_lock(&cma_lock);
 	while (c->head) {
 		struct cma_event *e = c->head;
 
 		c->head = e->next;
 		free(e);
 	}
-	pthread_mutex_unlock(&cma_lock);
 	close(c->ch.fd);
 	free(c);
+}
+
+void rdma_destroy_event_channel(struct rdma_event_channel *channel)
+{
+	if (!channel)
+		return;
+	pthread_mutex_lock(&cma_lock);
+	cma_chan_free(cma_container_of(channel, struct cma_chan, ch));
+	pthread_mutex_unlock(&cma_lock);
+}
+
+/* Append e to ch's queue and count it on the eventfd. */
+static void enqueue(struct cma_chan *ch, struct cma_event *e)
+{
+	uint64_t one = 1;
+
+	e->next = NULL;
+	if (ch->tail)
+		ch->tail->next = e;
+	else
+		ch->head = e;
+	ch->tail = e;
+	if (write(ch->ch.fd, &one, sizeof(one)) < 0) {
+		/* an eventfd write fails only when the count would overflow */
+	}
+}
+
+/*
+ * Unlink the events owner counts from ch's queue, in order. The eventfd keeps their counts: a
+ * reader then finds the queue shorter and reads again (rdma_get_cm_event), a poller wakes once
+ * for nothing. Taking the counts back here could block, or race with a reader of the same fd.
+ */
+static struct cma_event *take(struct cma_chan *ch, const struct cma_id *owner)
+{
+	struct cma_event *taken = NULL, **tail = &taken, **pp = &ch->head, *e;
+
+	ch->tail = NULL;
+	while ((e = *pp) != NULL) {
+		if (e->owner == owner) {
+			*pp = e->next;
+			e->next = NULL;
+			*tail = e;
+			tail = &e->next;
+			continue;
+		}
+		ch->tail = e;
+		pp = &e->next;
+	}
+	return taken;
 }
 
 int cma_event_post(struct cma_id *id, struct cma_id *listen, enum rdma_cm_event_type type,
@@ -57,7 +100,6 @@ int cma_event_post(struct cma_id *id, struct cma_id *listen, enum rdma_cm_event_
 {
 	struct cma_event *e;
 	struct cma_chan *ch;
-	uint64_t one = 1;
 
 	if (id->destroying || !id->chan)
 		return 0;
@@ -82,44 +124,27 @@ int cma_event_post(struct cma_id *id, struct cma_id *listen, enum rdma_cm_event_
 	/* A connection request waits on the listener's channel (a synchronous listener's new
 	 * id gets a channel of its own for what follows). */
 	ch = type == RDMA_CM_EVENT_CONNECT_REQUEST && listen ? listen->chan : id->chan;
-	if (ch->tail)
-		ch->tail->next = e;
-	else
-		ch->head = e;
-	ch->tail = e;
 	e->owner->events_reported++;
-	if (write(ch->ch.fd, &one, sizeof(one)) < 0) {
-		/* an eventfd write fails only when the count would overflow */
-	}
+	enqueue(ch, e);
 	if (out)
 		*out = e;
 	return 0;
 }
 
-/*
- * The eventfd keeps the counts of withdrawn events: a reader then finds the queue shorter and
- * reads again (rdma_get_cm_event), a poller wakes once for nothing. Taking the count back here
- * could block, or race with a reader of the same fd.
- */
 static void forget_on(struct cma_id *id, struct cma_chan *ch)
 {
-	struct cma_event **pp, *e;
+	struct cma_event *e = take(ch, id);
 
-	pp = &ch->head;
-	ch->tail = NULL;
-	while ((e = *pp) != NULL) {
-		if (e->owner == id) {
-			*pp = e->next;
-			id->events_acked++;
-			/* A connection request nobody read: its new id goes with it, as the kernel
-			 * destroys the ids of a listener's pending requests. */
-			if (e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST && e->ev.id != &id->id)
-				cma_id_drop_unreported(cma_id_of(e->ev.id));
-			free(e);
-			continue;
-		}
-		ch->tail = e;
-		pp = &e->next;
+	while (e) {
+		struct cma_event *next = e->next;
+
+		id->events_acked++;
+		/* A connection request nobody read: its new id goes with it, as the kernel
+		 * destroys the ids of a listener's pending requests. */
+		if (e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST && e->ev.id != &id->id)
+			cma_id_drop_unreported(cma_id_of(e->ev.id));
+		free(e);
+		e = next;
 	}
 }
 
@@ -129,6 +154,18 @@ void cma_event_forget(struct cma_id *id)
 		forget_on(id, id->chan);
 	if (id->listener && id->listener->chan != id->chan)
 		forget_on(id, id->listener->chan);
+}
+
+void cma_event_move(struct cma_id *id, struct cma_chan *to)
+{
+	struct cma_event *e = take(id->chan, id);
+
+	while (e) {
+		struct cma_event *next = e->next;
+
+		enqueue(to, e);
+		e = next;
+	}
 }
 
 int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)

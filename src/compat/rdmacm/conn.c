@@ -37,6 +37,31 @@ static uint32_t rand_psn(void)
 	return x & 0xFFFFFF;
 }
 
+/* Hand id's IB CM connection back to the engine, which sends what its state calls for. */
+static void release_conn(struct cma_id *id)
+{
+	if (!id->conn)
+		return;
+	uroce_ibcm_conn_set_user(id->conn, NULL);
+	uroce_ibcm_conn_destroy(id->conn, cma_now());
+	id->conn = NULL;
+}
+
+void cma_id_drop_conn(struct cma_id *id)
+{
+	cma_will_disarm(id);
+	release_conn(id);
+}
+
+void cma_close_all(void)
+{
+	/* The wills stay armed: the watchdog's copies back up these DREQs, which nobody will
+	 * retry once the process is gone. */
+	for (struct cma_id *i = cma_all_ids(); i; i = i->next_id)
+		if (i->conn && uroce_ibcm_conn_state(i->conn) == UROCE_IBCM_ESTABLISHED)
+			release_conn(i); /* sends the DREQ */
+}
+
 static void addr_of(const struct cma_id *id, struct uroce_ibcm_addr *a)
 {
 	memset(a, 0, sizeof(*a));
@@ -338,9 +363,7 @@ static int accept_ud(struct cma_id *id, struct rdma_conn_param *p)
 	if (p && p->private_data_len)
 		memcpy(rep.private_data, p->private_data, p->private_data_len);
 	err = uroce_ibcm_send_sidr_rep(id->conn, &rep, cma_now());
-	uroce_ibcm_conn_set_user(id->conn, NULL);
-	uroce_ibcm_conn_destroy(id->conn, cma_now());
-	id->conn = NULL;
+	cma_id_drop_conn(id);
 	id->state = CMA_ESTABLISHED;
 	return err;
 }
@@ -441,9 +464,7 @@ static int reject_locked(struct cma_id *id, const void *pdata, uint8_t len)
 		err = uroce_ibcm_send_rej(id->conn, UROCE_CM_REJ_CONSUMER_DEFINED, NULL, 0, pdata,
 					  len, cma_now());
 	}
-	uroce_ibcm_conn_set_user(id->conn, NULL);
-	uroce_ibcm_conn_destroy(id->conn, cma_now());
-	id->conn = NULL;
+	cma_id_drop_conn(id);
 	id->state = CMA_DISCONNECT;
 	return err;
 }
@@ -542,7 +563,7 @@ static struct cma_id *find_listener(struct cma_dev *d, uint64_t sid, const struc
 
 	if (uroce_cma_service_id_split(sid, &ps, &port))
 		return NULL;
-	for (struct cma_id *i = cma_all_ids(); i; i = i->next_listen) {
+	for (struct cma_id *i = cma_all_ids(); i; i = i->next_id) {
 		const struct sockaddr *s = &i->id.route.addr.src_addr;
 
 		if (i->state != CMA_LISTEN || (uint16_t)i->id.ps != ps || cma_sa_port(s) != port)
@@ -702,16 +723,6 @@ static void on_request(struct cma_dev *d, const struct uroce_ibcm_event *ev, boo
 	}
 }
 
-static void destroy_conn(struct cma_id *id)
-{
-	cma_will_disarm(id);
-	if (id->conn) {
-		uroce_ibcm_conn_set_user(id->conn, NULL);
-		uroce_ibcm_conn_destroy(id->conn, cma_now());
-		id->conn = NULL;
-	}
-}
-
 static void on_rep(struct cma_id *id, const struct uroce_cm_rep *r)
 {
 	struct cma_event *e = NULL;
@@ -733,7 +744,7 @@ static void on_rep(struct cma_id *id, const struct uroce_cm_rep *r)
 		if (err) {
 			uroce_ibcm_send_rej(id->conn, UROCE_CM_REJ_CONSUMER_DEFINED, NULL, 0, NULL, 0,
 					    cma_now());
-			destroy_conn(id);
+			cma_id_drop_conn(id);
 			id->state = CMA_DISCONNECT;
 			cma_event_post(id, NULL, RDMA_CM_EVENT_CONNECT_ERROR, err, NULL, 0, NULL);
 			return;
@@ -759,7 +770,7 @@ static void on_sidr_rep(struct cma_id *id, const struct uroce_ibcm_event *ev)
 	const struct uroce_cm_sidr_rep *r = &ev->msg->u.sidr_rep;
 	struct cma_event *e = NULL;
 
-	destroy_conn(id);
+	cma_id_drop_conn(id);
 	if (r->status != IB_SIDR_SUCCESS) {
 		id->state = CMA_ROUTE_RESOLVED;
 		cma_event_post(id, NULL, RDMA_CM_EVENT_UNREACHABLE, r->status, r->private_data,
@@ -851,7 +862,7 @@ void cma_on_ibcm_event(void *arg, const struct uroce_ibcm_event *ev)
 		break;
 	case UROCE_IBCM_EV_REJ_RECEIVED:
 		cma_qp_to_err(id);
-		destroy_conn(id);
+		cma_id_drop_conn(id);
 		id->state = CMA_DISCONNECT;
 		cma_event_post(id, NULL, RDMA_CM_EVENT_REJECTED, ev->msg->u.rej.reason,
 			       ev->msg->u.rej.private_data, UROCE_CM_REJ_PRIV_LEN, NULL);
@@ -860,7 +871,7 @@ void cma_on_ibcm_event(void *arg, const struct uroce_ibcm_event *ev)
 	case UROCE_IBCM_EV_REP_ERROR:
 	case UROCE_IBCM_EV_SIDR_REQ_ERROR:
 		cma_qp_to_err(id);
-		destroy_conn(id);
+		cma_id_drop_conn(id);
 		id->state = CMA_DISCONNECT;
 		cma_event_post(id, NULL, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL, 0, NULL);
 		break;
@@ -874,7 +885,7 @@ void cma_on_ibcm_event(void *arg, const struct uroce_ibcm_event *ev)
 		on_disconnect(id, -ETIMEDOUT);
 		break;
 	case UROCE_IBCM_EV_TIMEWAIT_EXIT:
-		destroy_conn(id);
+		cma_id_drop_conn(id);
 		cma_event_post(id, NULL, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0, NULL, 0, NULL);
 		break;
 	case UROCE_IBCM_EV_SIDR_REP_RECEIVED:

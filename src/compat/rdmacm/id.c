@@ -20,11 +20,6 @@
 
 static struct cma_id *all_ids; /* every live id, for port allocation (lock held) */
 
-static struct cma_id *listeners(void)
-{
-	return all_ids;
-}
-
 struct cma_id *cma_all_ids(void)
 {
 	return all_ids;
@@ -38,7 +33,7 @@ struct cma_id *cma_all_ids(void)
  */
 static bool port_used(enum rdma_port_space ps, uint16_t port, const struct cma_id *self)
 {
-	for (struct cma_id *i = listeners(); i; i = i->next_listen)
+	for (struct cma_id *i = all_ids; i; i = i->next_id)
 		if (i != self && i->id.ps == ps && i->state != CMA_IDLE && !i->passive &&
 		    cma_sa_port(&i->id.route.addr.src_addr) == port)
 			return true;
@@ -66,7 +61,7 @@ int cma_steer_update(void)
 	uint64_t ids[64];
 	int n = 0, err = 0;
 
-	for (struct cma_id *i = listeners(); i; i = i->next_listen)
+	for (struct cma_id *i = all_ids; i; i = i->next_id)
 		if (i->state == CMA_LISTEN && n < 64)
 			ids[n++] = uroce_cma_service_id((uint16_t)i->id.ps,
 							cma_sa_port(&i->id.route.addr.src_addr));
@@ -108,7 +103,7 @@ static int id_alloc(struct rdma_event_channel *channel, void *context, enum rdma
 	id->gid_index = -1;
 	id->will_slot = -1;
 	pthread_cond_init(&id->acked, NULL);
-	id->next_listen = all_ids;
+	id->next_id = all_ids;
 	all_ids = id;
 	*out = id;
 	return 0;
@@ -181,53 +176,35 @@ int cma_create_id_qpt(struct rdma_event_channel *channel, struct rdma_cm_id **id
 
 static void unlink_id(struct cma_id *id)
 {
-	for (struct cma_id **pp = &all_ids; *pp; pp = &(*pp)->next_listen)
+	for (struct cma_id **pp = &all_ids; *pp; pp = &(*pp)->next_id)
 		if (*pp == id) {
-			*pp = id->next_listen;
+			*pp = id->next_id;
 			return;
 		}
 }
 
-void cma_close_all(void)
+/* The end of an id (lock held): off the list and its channel, its own channel freed. */
+static void id_free(struct cma_id *id)
 {
-	for (struct cma_id *i = all_ids; i; i = i->next_listen)
-		if (i->conn && uroce_ibcm_conn_state(i->conn) == UROCE_IBCM_ESTABLISHED) {
-			uroce_ibcm_conn_set_user(i->conn, NULL);
-			uroce_ibcm_conn_destroy(i->conn, cma_now()); /* sends the DREQ */
-			i->conn = NULL;
-		}
+	unlink_id(id);
+	id->chan->ids--;
+	if (id->sync)
+		cma_chan_free(id->chan);
+	pthread_cond_destroy(&id->acked);
+	free(id);
 }
 
 void cma_id_drop_unreported(struct cma_id *id)
 {
-	struct rdma_event_channel *sync_ch = NULL;
-
 	id->destroying = true;
-	cma_will_disarm(id);
-	if (id->conn) {
-		uroce_ibcm_conn_set_user(id->conn, NULL);
-		uroce_ibcm_conn_destroy(id->conn, cma_now());
-		id->conn = NULL;
-	}
-	unlink_id(id);
-	id->chan->ids--;
-	if (id->sync)
-		sync_ch = id->id.channel;
-	pthread_cond_destroy(&id->acked);
-	free(id);
-	if (sync_ch) {
-		/* Empty (nothing was ever posted to it): closing it needs no lock. */
-		struct cma_chan *c = cma_container_of(sync_ch, struct cma_chan, ch);
-
-		close(c->ch.fd);
-		free(c);
-	}
+	cma_id_drop_conn(id);
+	id_free(id);
 }
 
 int rdma_destroy_id(struct rdma_cm_id *cid)
 {
 	struct cma_id *id;
-	struct rdma_event_channel *sync_ch = NULL;
+	bool listening;
 
 	if (!cid)
 		return cma_err(-EINVAL);
@@ -238,11 +215,8 @@ int rdma_destroy_id(struct rdma_cm_id *cid)
 	}
 	pthread_mutex_lock(&cma_lock);
 	id->destroying = true;
-	cma_will_disarm(id);
 	if (id->conn) {
-		uroce_ibcm_conn_set_user(id->conn, NULL);
-		uroce_ibcm_conn_destroy(id->conn, cma_now());
-		id->conn = NULL;
+		cma_id_drop_conn(id);
 		if (id->dev)
 			cma_dev_flush(id->dev); /* the REJ or DREQ it may have sent */
 	}
@@ -251,24 +225,18 @@ int rdma_destroy_id(struct rdma_cm_id *cid)
 		id->counted = false;
 	}
 	/* Passive ids that still point at a listener being destroyed forget it. */
-	for (struct cma_id *i = all_ids; i; i = i->next_listen)
+	for (struct cma_id *i = all_ids; i; i = i->next_id)
 		if (i->listener == id)
 			i->listener = NULL;
 	cma_event_forget(id);
 	while (id->events_acked < id->events_reported)
 		pthread_cond_wait(&id->acked, &cma_lock);
-	unlink_id(id);
-	if (id->state == CMA_LISTEN)
+	listening = id->state == CMA_LISTEN;
+	id_free(id);
+	if (listening)
 		cma_steer_update();
-	id->chan->ids--;
-	if (id->sync)
-		sync_ch = cid->channel;
 	pthread_mutex_unlock(&cma_lock);
 	cma_kick();
-	if (sync_ch)
-		rdma_destroy_event_channel(sync_ch);
-	pthread_cond_destroy(&id->acked);
-	free(id);
 	return 0;
 }
 
@@ -597,7 +565,6 @@ int rdma_migrate_id(struct rdma_cm_id *cid, struct rdma_event_channel *channel)
 {
 	struct cma_id *id;
 	struct cma_chan *to, *from;
-	struct rdma_event_channel *old_sync = NULL;
 	bool sync = false;
 
 	if (!cid)
@@ -612,48 +579,14 @@ int rdma_migrate_id(struct rdma_cm_id *cid, struct rdma_event_channel *channel)
 	to = cma_container_of(channel, struct cma_chan, ch);
 	pthread_mutex_lock(&cma_lock);
 	from = id->chan;
-	/* Move the id's queued events: forget them on the old channel, requeue on the new. */
-	{
-		struct cma_event *moved = NULL, **tail = &moved;
-		struct cma_event **pp = &from->head;
-		struct cma_event *e;
-		uint64_t one = 1;
-
-		from->tail = NULL;
-		while ((e = *pp) != NULL) {
-			if (e->owner == id) {
-				*pp = e->next;
-				e->next = NULL;
-				*tail = e;
-				tail = &e->next;
-				continue; /* its count stays on the old fd (chan.c forget_on) */
-			}
-			from->tail = e;
-			pp = &e->next;
-		}
-		while (moved) {
-			e = moved;
-			moved = e->next;
-			e->next = NULL;
-			if (to->tail)
-				to->tail->next = e;
-			else
-				to->head = e;
-			to->tail = e;
-			if (write(to->ch.fd, &one, sizeof(one)) < 0) {
-				/* overflow only */
-			}
-		}
-	}
+	cma_event_move(id, to);
 	from->ids--;
 	to->ids++;
 	if (id->sync)
-		old_sync = cid->channel;
+		cma_chan_free(from); /* its own: nobody else holds it */
 	id->chan = to;
 	id->sync = sync;
 	cid->channel = channel;
 	pthread_mutex_unlock(&cma_lock);
-	if (old_sync)
-		rdma_destroy_event_channel(old_sync);
 	return 0;
 }

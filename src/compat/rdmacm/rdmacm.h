@@ -85,7 +85,7 @@ struct cma_id {
 	struct uroce_ibcm_conn *conn;
 	struct cma_id *listener; /* a passive id: the listen id it came from */
 	bool passive;		 /* made for a connection request: owns no port (as the kernel's) */
-	struct cma_id *next_listen;
+	struct cma_id *next_id; /* every live id (id.c all_ids) */
 	int backlog, pending;	 /* listen ids: CONNECT_REQUESTs not yet accepted/rejected */
 	bool counted;		 /* a passive id counted in its listener's pending */
 	/* Path (ROUTE_RESOLVED or from the REQ). */
@@ -139,6 +139,11 @@ int cma_event_post(struct cma_id *id, struct cma_id *listen, enum rdma_cm_event_
 		   int status, const void *pdata, size_t len, struct cma_event **out);
 /* Remove the queued (not yet handed out) events of id from its channel (lock held). */
 void cma_event_forget(struct cma_id *id);
+/* Requeue id's queued events from its channel onto to, in order (rdma_migrate_id; lock held). */
+void cma_event_move(struct cma_id *id, struct cma_chan *to);
+/* Free a channel and its queued events, closing its fd (lock held, or a channel nobody else can
+ * reach). */
+void cma_chan_free(struct cma_chan *c);
 /* Synchronous ids: wait for the next event of id's private channel and keep it in id->event
  * (acking the previous one). Returns 0, or -errno from the event's status / the wait. */
 int cma_sync_wait(struct cma_id *id);
@@ -152,7 +157,10 @@ int cma_qp_to_err(struct cma_id *id);
 int cma_init_qp_attr(struct cma_id *id, struct ibv_qp_attr *a, int *mask);
 
 /* id.c */
-struct cma_id *cma_all_ids(void); /* every live id, linked by next_listen (lock held) */
+struct cma_id *cma_all_ids(void); /* every live id, linked by next_id (lock held) */
+/* Give up id's IB CM connection (ib_destroy_cm_id: the CM sends what its state calls for) and
+ * its last-will DREQ. Lock held. */
+void cma_id_drop_conn(struct cma_id *id);
 int cma_id_new_passive(struct cma_id *listen, struct cma_id **out);
 void cma_fill_path(struct cma_id *id);
 /* Free a passive id whose connection request the application never read (its listener is
