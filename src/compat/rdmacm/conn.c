@@ -145,7 +145,7 @@ int cma_init_qp_attr(struct cma_id *id, struct ibv_qp_attr *a, int *mask)
 	return -EINVAL;
 }
 
-static int modify(struct cma_id *id, enum ibv_qp_state s)
+int cma_qp_modify(struct cma_id *id, enum ibv_qp_state s)
 {
 	struct ibv_qp_attr a = {.qp_state = s};
 	int mask, err = cma_init_qp_attr(id, &a, &mask);
@@ -162,17 +162,17 @@ int cma_qp_to_rts(struct cma_id *id)
 	if (!id->id.qp)
 		return 0;
 	/* rdma-core first refreshes INIT (access flags now that the resources are known). */
-	err = modify(id, IBV_QPS_INIT);
+	err = cma_qp_modify(id, IBV_QPS_INIT);
 	if (!err)
-		err = modify(id, IBV_QPS_RTR);
+		err = cma_qp_modify(id, IBV_QPS_RTR);
 	if (!err)
-		err = modify(id, IBV_QPS_RTS);
+		err = cma_qp_modify(id, IBV_QPS_RTS);
 	return err;
 }
 
 int cma_qp_to_err(struct cma_id *id)
 {
-	return id->id.qp ? modify(id, IBV_QPS_ERR) : 0;
+	return id->id.qp ? cma_qp_modify(id, IBV_QPS_ERR) : 0;
 }
 
 int rdma_init_qp_attr(struct rdma_cm_id *cid, struct ibv_qp_attr *qp_attr, int *qp_attr_mask)
@@ -814,26 +814,9 @@ void cma_on_ibcm_event(void *arg, const struct uroce_ibcm_event *ev)
 	struct cma_dev *d = arg;
 	struct cma_id *id = ev->conn ? uroce_ibcm_conn_user(ev->conn) : NULL;
 
-	switch (ev->type) {
-	case UROCE_IBCM_EV_REQ_RECEIVED:
-		on_request(d, ev, false);
+	if (ev->type == UROCE_IBCM_EV_REQ_RECEIVED || ev->type == UROCE_IBCM_EV_SIDR_REQ_RECEIVED) {
+		on_request(d, ev, ev->type == UROCE_IBCM_EV_SIDR_REQ_RECEIVED);
 		return;
-	case UROCE_IBCM_EV_SIDR_REQ_RECEIVED:
-		on_request(d, ev, true);
-		return;
-	case UROCE_IBCM_EV_REP_RECEIVED:
-	case UROCE_IBCM_EV_RTU_RECEIVED:
-	case UROCE_IBCM_EV_REJ_RECEIVED:
-	case UROCE_IBCM_EV_MRA_RECEIVED:
-	case UROCE_IBCM_EV_REQ_ERROR:
-	case UROCE_IBCM_EV_REP_ERROR:
-	case UROCE_IBCM_EV_DREQ_RECEIVED:
-	case UROCE_IBCM_EV_DREP_RECEIVED:
-	case UROCE_IBCM_EV_DREQ_ERROR:
-	case UROCE_IBCM_EV_TIMEWAIT_EXIT:
-	case UROCE_IBCM_EV_SIDR_REP_RECEIVED:
-	case UROCE_IBCM_EV_SIDR_REQ_ERROR:
-		break;
 	}
 	if (!id) {
 		/* Nobody holds the connection any more: finish what the kernel would. */
@@ -845,7 +828,7 @@ void cma_on_ibcm_event(void *arg, const struct uroce_ibcm_event *ev)
 		return;
 	}
 	switch (ev->type) {
-	case UROCE_IBCM_EV_REQ_RECEIVED:
+	case UROCE_IBCM_EV_REQ_RECEIVED: /* handled above */
 	case UROCE_IBCM_EV_SIDR_REQ_RECEIVED:
 	case UROCE_IBCM_EV_MRA_RECEIVED:
 		break;

@@ -106,24 +106,8 @@ int rdma_create_qp_ex(struct rdma_cm_id *cid, struct ibv_qp_init_attr_ex *attr)
 		cid->pd = pd; /* the rdma_verbs.h helpers register memory on id->pd */
 	pthread_mutex_lock(&cma_lock);
 	id->own_cqs = made_cqs;
-	/* ucma_init_conn_qp / ucma_init_ud_qp */
-	{
-		struct ibv_qp_attr qa = {.qp_state = IBV_QPS_INIT};
-		int mask;
-
-		err = cma_init_qp_attr(id, &qa, &mask);
-		if (!err)
-			err = -ibv_modify_qp(qp, &qa, mask);
-		if (!err && attr->qp_type == IBV_QPT_UD) {
-			qa.qp_state = IBV_QPS_RTR;
-			err = -ibv_modify_qp(qp, &qa, IBV_QP_STATE);
-			if (!err) {
-				qa.qp_state = IBV_QPS_RTS;
-				qa.sq_psn = 0;
-				err = -ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_SQ_PSN);
-			}
-		}
-	}
+	/* ucma_init_conn_qp (INIT) / ucma_init_ud_qp (INIT, RTR, RTS) */
+	err = attr->qp_type == IBV_QPT_UD ? cma_qp_to_rts(id) : cma_qp_modify(id, IBV_QPS_INIT);
 	pthread_mutex_unlock(&cma_lock);
 	if (err) {
 		ibv_destroy_qp(qp);

@@ -151,6 +151,8 @@ int cma_sync_wait(struct cma_id *id);
 /* The IB CM engine's event handler (cm.c). */
 void cma_on_ibcm_event(void *arg, const struct uroce_ibcm_event *ev);
 
+/* Move id->qp to state s with cma_init_qp_attr's attributes (lock held). 0 or -errno. */
+int cma_qp_modify(struct cma_id *id, enum ibv_qp_state s);
 /* Move id->qp through INIT -> RTR -> RTS with the connection's attributes (lock held). */
 int cma_qp_to_rts(struct cma_id *id);
 int cma_qp_to_err(struct cma_id *id);
