@@ -59,6 +59,9 @@ struct uroce_path {
  */
 uint16_t uroce_udp_sport(uint32_t lqpn, uint32_t rqpn, uint32_t flow_label);
 
+/* The RoCE v2 UDP port this process uses: UROCE_PORT when set (tests), else 4791. */
+uint16_t uroce_udp_port_env(void);
+
 /* ---- descriptors -------------------------------------------------------------------------- */
 
 struct uroce_tx_desc {

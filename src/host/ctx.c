@@ -247,8 +247,9 @@ static void version_drop(struct uroce_ctx *c, struct uroce_backend *b, const str
 
 	/* BTH opcode UD SEND_ONLY to QP1, then DETH, then a CM MAD (class 7) with attribute REQ. */
 	if (p->len < 12 + 8 + UROCE_MAD_HDR_LEN || d[0] != UROCE_OP_UD_SEND_ONLY ||
-	    uroce_get_be24(d + 5) != UROCE_GSI_QPN || d[20 + 1] != UROCE_MGMT_CLASS_CM ||
-	    uroce_get_be16(d + 20 + 16) != UROCE_CM_ATTR_REQ)
+	    uroce_get_be24(d + 5) != UROCE_GSI_QPN ||
+	    d[UROCE_SHARE_OFF_CLASS] != UROCE_MGMT_CLASS_CM ||
+	    uroce_get_be16(d + UROCE_SHARE_OFF_ATTR) != UROCE_CM_ATTR_REQ)
 		return;
 	c->version_reqs++;
 	if (c->version_reqs & (c->version_reqs - 1))
@@ -451,11 +452,9 @@ static int open_v2(struct uroce_ctx *c, struct uroce_backend **out, uint8_t boun
 	char err[256] = "";
 	struct uroce_backend_cfg cfg = { .ifname = c->def.netdev, .err = err,
 					 .errlen = sizeof(err) };
-	const char *port = getenv("UROCE_PORT");
 	int rc;
 
-	if (port)
-		cfg.port = (uint16_t)atoi(port);
+	cfg.port = uroce_udp_port_env();
 	cfg.n_addrs = bindable_addrs(c, cfg.addrs);
 	*nbound = cfg.n_addrs;
 	memcpy(bound, cfg.addrs, sizeof(cfg.addrs));

@@ -19,6 +19,7 @@
 
 #include "compat/rdmacm/rdmacm.h"
 #include "compat/rdmacm/will.h"
+#include "host/backend.h"
 #include "host/gid.h"
 #include "wire/mad.h"
 
@@ -130,9 +131,6 @@ static int build(struct cma_id *id, struct cma_will_slot *s, uint16_t port)
 
 void cma_will_arm(struct cma_id *id)
 {
-	const char *env = getenv("UROCE_PORT");
-	uint16_t port = env ? (uint16_t)atoi(env) : 4791;
-
 	if (!table || !id->conn || id->will_slot >= 0 || id->gid_type != IBV_GID_TYPE_ROCE_V2)
 		return;
 	for (int i = 0; i < CMA_WILL_SLOTS; i++) {
@@ -140,7 +138,7 @@ void cma_will_arm(struct cma_id *id)
 
 		if (atomic_load(&s->armed))
 			continue;
-		if (build(id, s, port ? port : 4791))
+		if (build(id, s, uroce_udp_port_env()))
 			return;
 		atomic_store(&s->armed, 1);
 		id->will_slot = i;
