@@ -147,6 +147,32 @@ static int poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
 	return n;
 }
 
+/* An id of port space ps listening on a (backlog entries), events on ch. */
+static struct rdma_cm_id *listener(struct rdma_event_channel *ch, enum rdma_port_space ps,
+				   struct sockaddr_in *a, int backlog)
+{
+	struct rdma_cm_id *l = NULL;
+
+	CHECK(rdma_create_id(ch, &l, NULL, ps) == 0);
+	CHECK(rdma_bind_addr(l, (struct sockaddr *)a) == 0);
+	CHECK(rdma_listen(l, backlog) == 0);
+	return l;
+}
+
+/* An id of port space ps (context ctx) with its address and route to a resolved. */
+static struct rdma_cm_id *resolved(struct rdma_event_channel *ch, enum rdma_port_space ps,
+				   struct sockaddr_in *a, void *ctx)
+{
+	struct rdma_cm_id *c = NULL;
+
+	CHECK(rdma_create_id(ch, &c, ctx, ps) == 0);
+	CHECK(rdma_resolve_addr(c, NULL, (struct sockaddr *)a, 2000) == 0);
+	expect_ack(ch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	CHECK(rdma_resolve_route(c, 2000) == 0);
+	expect_ack(ch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	return c;
+}
+
 /* Listener + client + server ids connected over RC; returns 0 when ESTABLISHED on both. */
 struct pair {
 	struct rdma_event_channel *sch, *cch;
@@ -169,16 +195,10 @@ static int pair_connect(struct pair *p, bool qps, const char *req_pd, const char
 	CHECK(p->sch && p->cch);
 	if (!p->sch || !p->cch)
 		return -1;
-	CHECK(rdma_create_id(p->sch, &p->listen, NULL, RDMA_PS_TCP) == 0);
-	CHECK(rdma_bind_addr(p->listen, (struct sockaddr *)&a) == 0);
-	CHECK(rdma_listen(p->listen, 8) == 0);
+	p->listen = listener(p->sch, RDMA_PS_TCP, &a, 8);
 	CHECK(ntohs(rdma_get_src_port(p->listen)) == p->port);
-	CHECK(rdma_create_id(p->cch, &p->cli, (void *)p, RDMA_PS_TCP) == 0);
-	CHECK(rdma_resolve_addr(p->cli, NULL, (struct sockaddr *)&a, 2000) == 0);
-	expect_ack(p->cch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	p->cli = resolved(p->cch, RDMA_PS_TCP, &a, p);
 	CHECK(p->cli->verbs != NULL && p->cli->port_num == 1);
-	CHECK(rdma_resolve_route(p->cli, 2000) == 0);
-	expect_ack(p->cch, RDMA_CM_EVENT_ROUTE_RESOLVED);
 	CHECK(p->cli->route.num_paths == 1 && p->cli->route.path_rec != NULL);
 	if (qps)
 		make_qp(p->cli, IBV_QPT_RC);
@@ -295,14 +315,8 @@ static void test_reject(void)
 	struct rdma_cm_event *ev;
 	static const char why[] = "go away: server full";
 
-	CHECK(rdma_create_id(sch, &l, NULL, RDMA_PS_TCP) == 0);
-	CHECK(rdma_bind_addr(l, (struct sockaddr *)&a) == 0);
-	CHECK(rdma_listen(l, 4) == 0);
-	CHECK(rdma_create_id(cch, &c, NULL, RDMA_PS_TCP) == 0);
-	CHECK(rdma_resolve_addr(c, NULL, (struct sockaddr *)&a, 2000) == 0);
-	expect_ack(cch, RDMA_CM_EVENT_ADDR_RESOLVED);
-	CHECK(rdma_resolve_route(c, 2000) == 0);
-	expect_ack(cch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	l = listener(sch, RDMA_PS_TCP, &a, 4);
+	c = resolved(cch, RDMA_PS_TCP, &a, NULL);
 	make_qp(c, IBV_QPT_RC);
 	CHECK(rdma_connect(c, &cp) == 0);
 	ev = expect(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
@@ -342,11 +356,7 @@ static void test_no_listener(void)
 	struct rdma_cm_event *ev;
 	uint64_t t0;
 
-	CHECK(rdma_create_id(cch, &c, NULL, RDMA_PS_TCP) == 0);
-	CHECK(rdma_resolve_addr(c, NULL, (struct sockaddr *)&a, 2000) == 0);
-	expect_ack(cch, RDMA_CM_EVENT_ADDR_RESOLVED);
-	CHECK(rdma_resolve_route(c, 2000) == 0);
-	expect_ack(cch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	c = resolved(cch, RDMA_PS_TCP, &a, NULL);
 	make_qp(c, IBV_QPT_RC);
 	t0 = now_ms();
 	CHECK(rdma_connect(c, &cp) == 0);
@@ -374,14 +384,8 @@ static void test_unread_request(void)
 	struct pollfd p = {.fd = sch->fd, .events = POLLIN};
 	struct rdma_cm_event *ev;
 
-	CHECK(rdma_create_id(sch, &l, NULL, RDMA_PS_TCP) == 0);
-	CHECK(rdma_bind_addr(l, (struct sockaddr *)&a) == 0);
-	CHECK(rdma_listen(l, 4) == 0);
-	CHECK(rdma_create_id(cch, &c, NULL, RDMA_PS_TCP) == 0);
-	CHECK(rdma_resolve_addr(c, NULL, (struct sockaddr *)&a, 2000) == 0);
-	expect_ack(cch, RDMA_CM_EVENT_ADDR_RESOLVED);
-	CHECK(rdma_resolve_route(c, 2000) == 0);
-	expect_ack(cch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	l = listener(sch, RDMA_PS_TCP, &a, 4);
+	c = resolved(cch, RDMA_PS_TCP, &a, NULL);
 	make_qp(c, IBV_QPT_RC);
 	CHECK(rdma_connect(c, &cp) == 0);
 	CHECK(poll(&p, 1, WAIT_MS) == 1); /* the request is there, unread */
@@ -394,14 +398,8 @@ static void test_unread_request(void)
 
 	/* The new id destroyed before its request is acked. */
 	a = sin4(next_port++);
-	CHECK(rdma_create_id(sch, &l, NULL, RDMA_PS_TCP) == 0);
-	CHECK(rdma_bind_addr(l, (struct sockaddr *)&a) == 0);
-	CHECK(rdma_listen(l, 4) == 0);
-	CHECK(rdma_create_id(cch, &c, NULL, RDMA_PS_TCP) == 0);
-	CHECK(rdma_resolve_addr(c, NULL, (struct sockaddr *)&a, 2000) == 0);
-	expect_ack(cch, RDMA_CM_EVENT_ADDR_RESOLVED);
-	CHECK(rdma_resolve_route(c, 2000) == 0);
-	expect_ack(cch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	l = listener(sch, RDMA_PS_TCP, &a, 4);
+	c = resolved(cch, RDMA_PS_TCP, &a, NULL);
 	CHECK(rdma_connect(c, &cp) == 0);
 	ev = expect(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
 	if (ev) {
@@ -463,14 +461,8 @@ static void test_slow_accept(void)
 
 	setenv("UROCE_CM_TIMEOUT_MS", "50", 1);
 	setenv("UROCE_CM_RETRIES", "2", 1);
-	CHECK(rdma_create_id(sch, &l, NULL, RDMA_PS_TCP) == 0);
-	CHECK(rdma_bind_addr(l, (struct sockaddr *)&a) == 0);
-	CHECK(rdma_listen(l, 4) == 0);
-	CHECK(rdma_create_id(cch, &c, NULL, RDMA_PS_TCP) == 0);
-	CHECK(rdma_resolve_addr(c, NULL, (struct sockaddr *)&a, 2000) == 0);
-	expect_ack(cch, RDMA_CM_EVENT_ADDR_RESOLVED);
-	CHECK(rdma_resolve_route(c, 2000) == 0);
-	expect_ack(cch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	l = listener(sch, RDMA_PS_TCP, &a, 4);
+	c = resolved(cch, RDMA_PS_TCP, &a, NULL);
 	make_qp(c, IBV_QPT_RC);
 	CHECK(rdma_connect(c, &cp) == 0);
 	ev = expect(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
@@ -615,14 +607,8 @@ static void test_ud(void)
 	uint32_t qpn = 0, qkey = 0;
 	struct ibv_ah_attr ah;
 
-	CHECK(rdma_create_id(sch, &l, NULL, RDMA_PS_UDP) == 0);
-	CHECK(rdma_bind_addr(l, (struct sockaddr *)&a) == 0);
-	CHECK(rdma_listen(l, 4) == 0);
-	CHECK(rdma_create_id(cch, &c, NULL, RDMA_PS_UDP) == 0);
-	CHECK(rdma_resolve_addr(c, NULL, (struct sockaddr *)&a, 2000) == 0);
-	expect_ack(cch, RDMA_CM_EVENT_ADDR_RESOLVED);
-	CHECK(rdma_resolve_route(c, 2000) == 0);
-	expect_ack(cch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	l = listener(sch, RDMA_PS_UDP, &a, 4);
+	c = resolved(cch, RDMA_PS_UDP, &a, NULL);
 	make_qp(c, IBV_QPT_UD);
 	CHECK(c->qp && c->qp->state == IBV_QPS_RTS);
 	CHECK(rdma_connect(c, &cp) == 0);
