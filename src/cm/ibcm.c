@@ -703,7 +703,8 @@ int uroce_ibcm_send_mra(struct uroce_ibcm_conn *c, uint8_t service_timeout, cons
 	return 0;
 }
 
-void uroce_ibcm_dreq_out(struct uroce_ibcm_conn *c, const void *pdata, size_t len, uint64_t now)
+static void dreq_encode(const struct uroce_ibcm_conn *c, const void *pdata, size_t len,
+			uint8_t *out)
 {
 	struct uroce_cm_mad m;
 
@@ -713,7 +714,20 @@ void uroce_ibcm_dreq_out(struct uroce_ibcm_conn *c, const void *pdata, size_t le
 	m.u.dreq.remote_qpn = c->remote_qpn;
 	if (len)
 		memcpy(m.u.dreq.private_data, pdata, len);
-	uroce_ibcm_encode(c->tx, &m);
+	uroce_ibcm_encode(out, &m);
+}
+
+int uroce_ibcm_dreq_mad(const struct uroce_ibcm_conn *c, uint8_t *mad)
+{
+	if (!c || c->destroyed || c->state != UROCE_IBCM_ESTABLISHED)
+		return -EINVAL;
+	dreq_encode(c, NULL, 0, mad);
+	return 0;
+}
+
+void uroce_ibcm_dreq_out(struct uroce_ibcm_conn *c, const void *pdata, size_t len, uint64_t now)
+{
+	dreq_encode(c, pdata, len, c->tx);
 	c->state = UROCE_IBCM_DREQ_SENT;
 	uroce_ibcm_arm_retry(c, now);
 	uroce_ibcm_tx(c->cm, &c->addr, c->tx);

@@ -220,6 +220,12 @@ int uroce_ibcm_send_mra(struct uroce_ibcm_conn *c, uint8_t service_timeout, cons
 /* ESTABLISHED -> DREQ_SENT. len <= 220. t NULL: the timing of the conn's REQ or REP. */
 int uroce_ibcm_send_dreq(struct uroce_ibcm_conn *c, const void *pdata, size_t len,
 			 const struct uroce_ibcm_timing *t, uint64_t now);
+/*
+ * The DREQ an ESTABLISHED conn would send now (256 bytes into mad), without sending it or
+ * changing state: for a watchdog that sends it once this process is gone (librdmacm's last
+ * will). 0, or -EINVAL in another state.
+ */
+int uroce_ibcm_dreq_mad(const struct uroce_ibcm_conn *c, uint8_t *mad);
 /* DREQ_RCVD -> TIMEWAIT. len <= 224. */
 int uroce_ibcm_send_drep(struct uroce_ibcm_conn *c, const void *pdata, size_t len,
 			 uint64_t now);

@@ -21,7 +21,6 @@
 #include "compat/rdmacm/will.h"
 #include "host/backend.h"
 #include "host/gid.h"
-#include "wire/mad.h"
 
 extern char **environ;
 
@@ -101,24 +100,14 @@ out:
 	return err;
 }
 
-/* The DREQ MAD for id's connection and its addresses, into s. */
+/* The DREQ MAD for id's connection (the IB CM engine's) and its addresses, into s. */
 static int build(struct cma_id *id, struct cma_will_slot *s, uint16_t port)
 {
-	struct uroce_cm_mad m;
 	bool v4 = uroce_gid_is_v4(id->sgid);
+	int err = uroce_ibcm_dreq_mad(id->conn, s->mad);
 
-	memset(&m, 0, sizeof(m));
-	m.hdr.base_version = 1;
-	m.hdr.mgmt_class = UROCE_MGMT_CLASS_CM;
-	m.hdr.class_version = 2;
-	m.hdr.method = 0x03; /* SEND */
-	m.hdr.tid = (uint64_t)getpid() << 32 | __builtin_bswap32(uroce_ibcm_conn_local_id(id->conn));
-	m.hdr.attr_id = UROCE_CM_ATTR_DREQ;
-	m.u.dreq.local_comm_id = uroce_ibcm_conn_local_id(id->conn);
-	m.u.dreq.remote_comm_id = uroce_ibcm_conn_remote_id(id->conn);
-	m.u.dreq.remote_qpn = id->remote_qpn;
-	if (uroce_cm_mad_encode(s->mad, sizeof(s->mad), &m) != UROCE_MAD_LEN)
-		return -EINVAL;
+	if (err)
+		return err;
 	s->family = v4 ? AF_INET : AF_INET6;
 	s->port = port;
 	s->tos = id->tos;
