@@ -18,6 +18,7 @@
 
 #include "host/gid.h"
 #include "host/neigh.h"
+#include "host/rtnl.h"
 
 int uroce_neigh_direct(const uint8_t gid[16], uint8_t mac[6])
 {
@@ -119,86 +120,59 @@ int uroce_neigh_trigger(int ifindex, const uint8_t gid[16])
 	return r;
 }
 
-struct nlreq {
-	struct nlmsghdr nh;
-	struct ndmsg nd;
-	uint8_t attrs[64];
+/* The answer to RTM_GETNEIGH: the entry's state and, when it has one, its MAC. */
+struct neigh_reply {
+	uint8_t *mac;
+	uint16_t state;
+	bool seen, have_ll;
 };
 
+static int neigh_cb(const struct nlmsghdr *h, void *arg)
+{
+	struct neigh_reply *r = arg;
+	const struct rtattr *tb[NDA_MAX + 1];
+	struct ndmsg nd;
+
+	if (h->nlmsg_type != RTM_NEWNEIGH || h->nlmsg_len < NLMSG_LENGTH(sizeof(nd)))
+		return 0;
+	memcpy(&nd, uroce_rtnl_msg_data(h), sizeof(nd));
+	r->seen = true;
+	r->state = nd.ndm_state;
+	uroce_rtnl_msg_attrs(tb, NDA_MAX, h, sizeof(nd));
+	if (tb[NDA_LLADDR] && uroce_rtnl_attr_len(tb[NDA_LLADDR]) == 6) {
+		memcpy(r->mac, uroce_rtnl_attr_data(tb[NDA_LLADDR]), 6);
+		r->have_ll = true;
+	}
+	return 0;
+}
+
+/*
+ * The neighbour entry of gid on ifindex: 0 with mac and *state, 1 for an entry without an
+ * address (incomplete), the kernel's error (-ENOENT: no entry), -EBADMSG, or -ETIMEDOUT.
+ */
 static int query(int ifindex, const uint8_t gid[16], uint8_t mac[6], uint16_t *state)
 {
 	bool v4 = uroce_gid_is_v4(gid);
-	size_t alen = v4 ? 4 : 16;
-	struct nlreq req;
-	uint8_t buf[8192];
-	int r;
+	struct neigh_reply rep = {.mac = mac};
+	struct uroce_rtnl_req req;
+	struct uroce_rtnl nl;
+	struct ndmsg *nd;
+	int r = uroce_rtnl_open(&nl, 1000);
 
-	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
-
-	if (fd < 0)
-		return -errno;
-	memset(&req, 0, sizeof(req));
-	req.nh.nlmsg_type = RTM_GETNEIGH;
-	req.nh.nlmsg_flags = NLM_F_REQUEST;
-	req.nh.nlmsg_seq = 1;
-	req.nd.ndm_family = v4 ? AF_INET : AF_INET6;
-	req.nd.ndm_ifindex = ifindex;
-	struct rtattr *rta = (struct rtattr *)req.attrs;
-
-	rta->rta_type = NDA_DST;
-	rta->rta_len = (unsigned short)RTA_LENGTH(alen);
-	memcpy(RTA_DATA(rta), v4 ? gid + 12 : gid, alen);
-	req.nh.nlmsg_len = (uint32_t)(NLMSG_LENGTH(sizeof(struct ndmsg)) + RTA_ALIGN(rta->rta_len));
-
-	struct sockaddr_nl kern = {.nl_family = AF_NETLINK};
-
-	if (sendto(fd, &req, req.nh.nlmsg_len, 0, (struct sockaddr *)&kern, sizeof(kern)) < 0) {
-		r = -errno;
-		goto out;
-	}
-	/* The kernel answers synchronously: the reply is queued before sendto returns. */
-	struct pollfd p = {.fd = fd, .events = POLLIN};
-
-	if (poll(&p, 1, 1000) <= 0) {
-		r = -ETIMEDOUT;
-		goto out;
-	}
-	ssize_t n = recv(fd, buf, sizeof(buf), 0);
-
-	if (n < 0) {
-		r = -errno;
-		goto out;
-	}
-	r = -EBADMSG;
-	for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n);
-	     h = NLMSG_NEXT(h, n)) {
-		if (h->nlmsg_type == NLMSG_ERROR) {
-			const struct nlmsgerr *e = NLMSG_DATA(h);
-
-			r = e->error ? e->error : -EBADMSG;
-			break;
-		}
-		if (h->nlmsg_type != RTM_NEWNEIGH)
-			continue;
-		struct ndmsg *nd = NLMSG_DATA(h);
-		int rl = (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof(*nd)));
-		bool have_ll = false;
-
-		*state = nd->ndm_state;
-		/* Non-const: RTA_NEXT casts to char *. */
-		for (struct rtattr *a = (struct rtattr *)((uint8_t *)nd + NLMSG_ALIGN(sizeof(*nd)));
-		     RTA_OK(a, rl); a = RTA_NEXT(a, rl)) {
-			if (a->rta_type == NDA_LLADDR && RTA_PAYLOAD(a) == 6) {
-				memcpy(mac, RTA_DATA(a), 6);
-				have_ll = true;
-			}
-		}
-		r = have_ll ? 0 : 1; /* 1: entry without an address (incomplete) */
-		break;
-	}
-out:
-	close(fd);
-	return r;
+	if (r)
+		return r;
+	nd = uroce_rtnl_req_init(&req, RTM_GETNEIGH, 0, sizeof(*nd));
+	nd->ndm_family = v4 ? AF_INET : AF_INET6;
+	nd->ndm_ifindex = ifindex;
+	uroce_rtnl_req_attr(&req, NDA_DST, v4 ? gid + 12 : gid, v4 ? 4 : 16);
+	r = uroce_rtnl_talk(&nl, &req, neigh_cb, &rep);
+	uroce_rtnl_close(&nl);
+	if (r)
+		return r;
+	if (!rep.seen)
+		return -EBADMSG;
+	*state = rep.state;
+	return rep.have_ll ? 0 : 1;
 }
 
 int uroce_neigh_lookup(int ifindex, const uint8_t gid[16], uint8_t mac[6])

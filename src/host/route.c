@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "host/gid.h"
+#include "host/rtnl.h"
 
 #define DEFAULT_HOP_LIMIT 64
 
@@ -98,168 +99,6 @@ static bool is_linklocal(const struct ipaddr *a)
 	return a->family == AF_INET6 && a->addr[0] == 0xFE && (a->addr[1] & 0xC0) == 0x80;
 }
 
-/* ---- rtnetlink ------------------------------------------------------------------------------ */
-
-struct nl {
-	int fd;
-	uint32_t seq;
-};
-
-/* One request: the netlink header, the family header and a few attributes. */
-struct nlreq {
-	union {
-		struct nlmsghdr nh;
-		uint8_t b[256];
-	};
-};
-
-/* Start a request of type with a zeroed family header of hdrlen bytes; returns that header. */
-static void *req_init(struct nlreq *r, uint16_t type, uint16_t flags, size_t hdrlen)
-{
-	memset(r, 0, sizeof(*r));
-	r->nh.nlmsg_type = type;
-	r->nh.nlmsg_flags = (uint16_t)(NLM_F_REQUEST | flags);
-	r->nh.nlmsg_len = (uint32_t)NLMSG_LENGTH(hdrlen);
-	return r->b + NLMSG_HDRLEN;
-}
-
-/* Append an attribute. Requests are built from fixed attributes that always fit. */
-static void req_attr(struct nlreq *r, uint16_t type, const void *data, size_t len)
-{
-	size_t off = NLMSG_ALIGN(r->nh.nlmsg_len);
-	struct rtattr a = {.rta_len = (unsigned short)RTA_LENGTH(len), .rta_type = type};
-
-	if (off + RTA_SPACE(len) > sizeof(r->b))
-		abort();
-	memcpy(r->b + off, &a, sizeof(a));
-	memcpy(r->b + off + RTA_LENGTH(0), data, len);
-	r->nh.nlmsg_len = (uint32_t)(off + RTA_SPACE(len));
-}
-
-static const void *msg_data(const struct nlmsghdr *h)
-{
-	return (const uint8_t *)h + NLMSG_HDRLEN;
-}
-
-static const void *attr_data(const struct rtattr *a)
-{
-	return (const uint8_t *)a + RTA_LENGTH(0);
-}
-
-static size_t attr_len(const struct rtattr *a)
-{
-	return a->rta_len - RTA_LENGTH(0);
-}
-
-static uint32_t attr_u32(const struct rtattr *a)
-{
-	uint32_t v = 0;
-
-	if (attr_len(a) >= sizeof(v))
-		memcpy(&v, attr_data(a), sizeof(v));
-	return v;
-}
-
-/* Index the attributes in [p, p + len) by type into tb[0..max] (later duplicates win). */
-static void attr_parse(const struct rtattr **tb, unsigned max, const void *p, size_t len)
-{
-	memset(tb, 0, (max + 1) * sizeof(*tb));
-	while (len >= sizeof(struct rtattr)) {
-		const struct rtattr *a = p;
-		size_t step = RTA_ALIGN(a->rta_len);
-
-		if (a->rta_len < sizeof(*a) || a->rta_len > len)
-			return;
-		if (a->rta_type <= max)
-			tb[a->rta_type] = a;
-		if (step >= len)
-			return;
-		p = (const uint8_t *)p + step;
-		len -= step;
-	}
-}
-
-/* The attributes after a message's family header of hdrlen bytes. */
-static void msg_attrs(const struct rtattr **tb, unsigned max, const struct nlmsghdr *h,
-		      size_t hdrlen)
-{
-	size_t off = NLMSG_LENGTH(NLMSG_ALIGN(hdrlen));
-
-	if (h->nlmsg_len < off)
-		memset(tb, 0, (max + 1) * sizeof(*tb));
-	else
-		attr_parse(tb, max, (const uint8_t *)h + off, h->nlmsg_len - off);
-}
-
-static int nl_open(struct nl *nl)
-{
-	/* The kernel answers while handling sendto(); the timeout only guards against a bug. */
-	struct timeval tv = {.tv_sec = 2};
-
-	nl->seq = 0;
-	nl->fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
-	if (nl->fd < 0)
-		return -errno;
-	setsockopt(nl->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	return 0;
-}
-
-/*
- * Called with each answer message (not NLMSG_ERROR or NLMSG_DONE). Returns 0, or a negative
- * errno that becomes the request's result (the rest of the answer is still read).
- */
-typedef int (*nl_cb)(const struct nlmsghdr *h, void *arg);
-
-/*
- * Send req and hand its answer to cb: one message for a request, everything up to NLMSG_DONE
- * for a dump. Returns 0, the kernel's error (NLMSG_ERROR), cb's error, or a socket errno.
- */
-static int nl_talk(struct nl *nl, struct nlreq *req, nl_cb cb, void *arg)
-{
-	struct sockaddr_nl kern = {.nl_family = AF_NETLINK};
-	bool dump = (req->nh.nlmsg_flags & NLM_F_DUMP) == NLM_F_DUMP;
-	/* 32 KiB: the largest datagram a dump sends (netlink_dump caps max_recvmsg_len there). */
-	union {
-		struct nlmsghdr h;
-		uint8_t b[32768];
-	} buf;
-	int r = 0;
-
-	req->nh.nlmsg_seq = ++nl->seq;
-	if (sendto(nl->fd, req, req->nh.nlmsg_len, 0, (struct sockaddr *)&kern, sizeof(kern)) < 0)
-		return -errno;
-	for (;;) {
-		ssize_t n = recv(nl->fd, &buf, sizeof(buf), MSG_TRUNC);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
-		}
-		if ((size_t)n > sizeof(buf))
-			return -EMSGSIZE;
-		size_t left = (size_t)n;
-
-		for (struct nlmsghdr *h = &buf.h; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
-			if (h->nlmsg_seq != nl->seq)
-				continue; /* not ours: nothing else should arrive on this socket */
-			if (h->nlmsg_type == NLMSG_DONE)
-				return r;
-			if (h->nlmsg_type == NLMSG_ERROR) {
-				const struct nlmsgerr *e = msg_data(h);
-
-				if (h->nlmsg_len < NLMSG_LENGTH(sizeof(*e)))
-					return -EBADMSG;
-				return r ? r : e->error;
-			}
-			if (!r)
-				r = cb(h, arg);
-			if (!dump)
-				return r;
-		}
-	}
-}
-
 /* ---- the requests --------------------------------------------------------------------------- */
 
 struct route_reply {
@@ -281,54 +120,54 @@ static int route_cb(const struct nlmsghdr *h, void *arg)
 
 	if (h->nlmsg_type != RTM_NEWROUTE || h->nlmsg_len < NLMSG_LENGTH(sizeof(rtm)))
 		return -EBADMSG;
-	memcpy(&rtm, msg_data(h), sizeof(rtm));
-	msg_attrs(tb, RTA_MAX, h, sizeof(rtm));
+	memcpy(&rtm, uroce_rtnl_msg_data(h), sizeof(rtm));
+	uroce_rtnl_msg_attrs(tb, RTA_MAX, h, sizeof(rtm));
 	rr->type = rtm.rtm_type;
 	if (tb[RTA_OIF])
-		rr->oif = (int)attr_u32(tb[RTA_OIF]);
-	if (tb[RTA_PREFSRC] && attr_len(tb[RTA_PREFSRC]) == addr_len(rtm.rtm_family)) {
+		rr->oif = (int)uroce_rtnl_attr_u32(tb[RTA_OIF]);
+	if (tb[RTA_PREFSRC] && uroce_rtnl_attr_len(tb[RTA_PREFSRC]) == addr_len(rtm.rtm_family)) {
 		rr->prefsrc = true;
-		memcpy(rr->src, attr_data(tb[RTA_PREFSRC]), addr_len(rtm.rtm_family));
+		memcpy(rr->src, uroce_rtnl_attr_data(tb[RTA_PREFSRC]), addr_len(rtm.rtm_family));
 	}
 	rr->gateway = tb[RTA_GATEWAY] || tb[RTA_VIA];
 	if (tb[RTA_METRICS]) {
-		attr_parse(mx, RTAX_MAX, attr_data(tb[RTA_METRICS]), attr_len(tb[RTA_METRICS]));
+		uroce_rtnl_attr_parse(mx, RTAX_MAX, uroce_rtnl_attr_data(tb[RTA_METRICS]), uroce_rtnl_attr_len(tb[RTA_METRICS]));
 		if (mx[RTAX_HOPLIMIT])
-			rr->hoplimit = attr_u32(mx[RTAX_HOPLIMIT]);
+			rr->hoplimit = uroce_rtnl_attr_u32(mx[RTAX_HOPLIMIT]);
 		if (mx[RTAX_MTU])
-			rr->mtu = attr_u32(mx[RTAX_MTU]);
+			rr->mtu = uroce_rtnl_attr_u32(mx[RTAX_MTU]);
 	}
-	if (tb[RTA_CACHEINFO] && attr_len(tb[RTA_CACHEINFO]) >= sizeof(struct rta_cacheinfo)) {
+	if (tb[RTA_CACHEINFO] && uroce_rtnl_attr_len(tb[RTA_CACHEINFO]) >= sizeof(struct rta_cacheinfo)) {
 		struct rta_cacheinfo ci;
 
-		memcpy(&ci, attr_data(tb[RTA_CACHEINFO]), sizeof(ci));
+		memcpy(&ci, uroce_rtnl_attr_data(tb[RTA_CACHEINFO]), sizeof(ci));
 		rr->error = (int)ci.rta_error;
 	}
 	return 0;
 }
 
 /* `ip route get dst [from src] [oif oif]`. */
-static int get_route(struct nl *nl, const struct ipaddr *dst, const struct ipaddr *src, int oif,
+static int get_route(struct uroce_rtnl *nl, const struct ipaddr *dst, const struct ipaddr *src, int oif,
 		     struct route_reply *rr)
 {
 	size_t len = addr_len(dst->family);
-	struct nlreq req;
-	struct rtmsg *rtm = req_init(&req, RTM_GETROUTE, 0, sizeof(*rtm));
+	struct uroce_rtnl_req req;
+	struct rtmsg *rtm = uroce_rtnl_req_init(&req, RTM_GETROUTE, 0, sizeof(*rtm));
 
 	rtm->rtm_family = (unsigned char)dst->family;
 	rtm->rtm_dst_len = (unsigned char)(len * 8);
-	req_attr(&req, RTA_DST, dst->addr, len);
+	uroce_rtnl_req_attr(&req, RTA_DST, dst->addr, len);
 	if (src) {
 		rtm->rtm_src_len = (unsigned char)(len * 8);
-		req_attr(&req, RTA_SRC, src->addr, len);
+		uroce_rtnl_req_attr(&req, RTA_SRC, src->addr, len);
 	}
 	if (oif) {
 		uint32_t o = (uint32_t)oif;
 
-		req_attr(&req, RTA_OIF, &o, sizeof(o));
+		uroce_rtnl_req_attr(&req, RTA_OIF, &o, sizeof(o));
 	}
 	memset(rr, 0, sizeof(*rr));
-	return nl_talk(nl, &req, route_cb, rr);
+	return uroce_rtnl_talk(nl, &req, route_cb, rr);
 }
 
 struct addr_search {
@@ -347,33 +186,33 @@ static int addr_cb(const struct nlmsghdr *h, void *arg)
 
 	if (h->nlmsg_type != RTM_NEWADDR || h->nlmsg_len < NLMSG_LENGTH(sizeof(ifa)))
 		return 0;
-	memcpy(&ifa, msg_data(h), sizeof(ifa));
+	memcpy(&ifa, uroce_rtnl_msg_data(h), sizeof(ifa));
 	if (s->found || ifa.ifa_family != s->addr->family)
 		return 0;
 	if (s->ifindex && (int)ifa.ifa_index != s->ifindex)
 		return 0;
-	msg_attrs(tb, IFA_MAX, h, sizeof(ifa));
-	flags = tb[IFA_FLAGS] ? attr_u32(tb[IFA_FLAGS]) : ifa.ifa_flags;
+	uroce_rtnl_msg_attrs(tb, IFA_MAX, h, sizeof(ifa));
+	flags = tb[IFA_FLAGS] ? uroce_rtnl_attr_u32(tb[IFA_FLAGS]) : ifa.ifa_flags;
 	/* Not usable yet (or ever), as for ipv6_chk_addr: bind() would fail on it. */
 	if ((flags & IFA_F_DADFAILED) || ((flags & IFA_F_TENTATIVE) && !(flags & IFA_F_OPTIMISTIC)))
 		return 0;
 	/* IFA_LOCAL is the local end of a point-to-point address; IFA_ADDRESS the peer then. */
 	a = tb[IFA_LOCAL] ? tb[IFA_LOCAL] : tb[IFA_ADDRESS];
-	if (a && attr_len(a) == len && !memcmp(attr_data(a), s->addr->addr, len))
+	if (a && uroce_rtnl_attr_len(a) == len && !memcmp(uroce_rtnl_attr_data(a), s->addr->addr, len))
 		s->found = (int)ifa.ifa_index;
 	return 0;
 }
 
 /* The interface that holds addr (on ifindex only, when not 0). 0 when none does. */
-static int addr_holder(struct nl *nl, const struct ipaddr *addr, int ifindex, int *holder)
+static int addr_holder(struct uroce_rtnl *nl, const struct ipaddr *addr, int ifindex, int *holder)
 {
 	struct addr_search s = {.addr = addr, .ifindex = ifindex};
-	struct nlreq req;
-	struct ifaddrmsg *ifa = req_init(&req, RTM_GETADDR, NLM_F_DUMP, sizeof(*ifa));
+	struct uroce_rtnl_req req;
+	struct ifaddrmsg *ifa = uroce_rtnl_req_init(&req, RTM_GETADDR, NLM_F_DUMP, sizeof(*ifa));
 	int r;
 
 	ifa->ifa_family = (unsigned char)addr->family;
-	r = nl_talk(nl, &req, addr_cb, &s);
+	r = uroce_rtnl_talk(nl, &req, addr_cb, &s);
 	*holder = s.found;
 	return r;
 }
@@ -390,29 +229,29 @@ static int link_cb(const struct nlmsghdr *h, void *arg)
 
 	if (h->nlmsg_type != RTM_NEWLINK || h->nlmsg_len < NLMSG_LENGTH(sizeof(struct ifinfomsg)))
 		return -EBADMSG;
-	msg_attrs(tb, IFLA_MAX, h, sizeof(struct ifinfomsg));
+	uroce_rtnl_msg_attrs(tb, IFLA_MAX, h, sizeof(struct ifinfomsg));
 	if (tb[IFLA_MTU])
-		li->mtu = attr_u32(tb[IFLA_MTU]);
+		li->mtu = uroce_rtnl_attr_u32(tb[IFLA_MTU]);
 	if (tb[IFLA_IFNAME]) {
-		size_t n = attr_len(tb[IFLA_IFNAME]);
+		size_t n = uroce_rtnl_attr_len(tb[IFLA_IFNAME]);
 
 		if (n >= sizeof(li->name))
 			n = sizeof(li->name) - 1;
-		memcpy(li->name, attr_data(tb[IFLA_IFNAME]), n);
+		memcpy(li->name, uroce_rtnl_attr_data(tb[IFLA_IFNAME]), n);
 		li->name[n] = '\0';
 	}
 	return 0;
 }
 
-static int get_link(struct nl *nl, int ifindex, struct link_info *li)
+static int get_link(struct uroce_rtnl *nl, int ifindex, struct link_info *li)
 {
-	struct nlreq req;
-	struct ifinfomsg *ifi = req_init(&req, RTM_GETLINK, 0, sizeof(*ifi));
+	struct uroce_rtnl_req req;
+	struct ifinfomsg *ifi = uroce_rtnl_req_init(&req, RTM_GETLINK, 0, sizeof(*ifi));
 
 	ifi->ifi_family = AF_UNSPEC;
 	ifi->ifi_index = ifindex;
 	memset(li, 0, sizeof(*li));
-	return nl_talk(nl, &req, link_cb, li);
+	return uroce_rtnl_talk(nl, &req, link_cb, li);
 }
 
 /* ---- the rest ------------------------------------------------------------------------------- */
@@ -421,7 +260,7 @@ static int get_link(struct nl *nl, int ifindex, struct link_info *li)
  * Is src an address of this host? An address of an interface; for IPv4 also anything the local
  * table calls local (127.0.0.2), as __ip_dev_find accepts.
  */
-static int check_local(struct nl *nl, const struct ipaddr *src)
+static int check_local(struct uroce_rtnl *nl, const struct ipaddr *src)
 {
 	struct route_reply rr;
 	int holder, r;
@@ -528,7 +367,7 @@ static int route_error(int r, const struct route_reply *rr)
 	}
 }
 
-static int lookup(struct nl *nl, const struct ipaddr *dst, const struct ipaddr *src, int oif,
+static int lookup(struct uroce_rtnl *nl, const struct ipaddr *dst, const struct ipaddr *src, int oif,
 		  struct uroce_route *out)
 {
 	struct route_reply rr;
@@ -589,7 +428,7 @@ int uroce_route_lookup(const struct sockaddr *dst, const struct sockaddr *src,
 		       struct uroce_route *out)
 {
 	struct ipaddr d = {0}, s = {0};
-	struct nl nl;
+	struct uroce_rtnl nl;
 	int oif = 0, r;
 
 	if (!dst || !out)
@@ -617,11 +456,11 @@ int uroce_route_lookup(const struct sockaddr *dst, const struct sockaddr *src,
 		if (src && is_linklocal(&s) && !s.scope)
 			s.scope = (uint32_t)oif;
 	}
-	r = nl_open(&nl);
+	r = uroce_rtnl_open(&nl, 2000);
 	if (r < 0)
 		return r;
 	memset(out, 0, sizeof(*out));
 	r = lookup(&nl, &d, src ? &s : NULL, oif, out);
-	close(nl.fd);
+	uroce_rtnl_close(&nl);
 	return r;
 }
