@@ -10,7 +10,6 @@
 #include <linux/rtnetlink.h>
 #include <net/if.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
