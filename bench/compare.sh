@@ -352,7 +352,7 @@ PORT=20000
 wait_listen() { # NS PORT SERVER-PID: bounded poll (20 s)
 	local _
 	for _ in $(seq 400); do
-		ip netns exec "$1" ss -ltnH "sport = :$2" | grep -q . && return 0
+		ip netns exec "$1" ss -ltnH "sport = :$2" | grep . >/dev/null && return 0
 		kill -0 "$3" 2>/dev/null || return 1
 		sleep 0.05
 	done

@@ -96,7 +96,7 @@ veth_pair() {
 
 wait_listen() { # NS PORT SERVER-PID
 	for _ in $(seq 100); do
-		inns "$1" ss -ltnH "sport = :$2" | grep -q . && return 0
+		inns "$1" ss -ltnH "sport = :$2" | grep . >/dev/null && return 0
 		kill -0 "$3" 2>/dev/null || return 1
 		sleep 0.1
 	done

@@ -105,7 +105,7 @@ wait_ready() { # PID
 		if [ $cm -eq 1 ]; then
 			grep -rqsw -- "$sid" "$RUNSRV/share" && return 0
 		else
-			ip netns exec "$NSSRV" ss -ltnH "sport = :$PORT" | grep -q . && return 0
+			ip netns exec "$NSSRV" ss -ltnH "sport = :$PORT" | grep . >/dev/null && return 0
 		fi
 		kill -0 "$1" 2>/dev/null || return 1
 		timeout 0.05 tail -f /dev/null

@@ -38,7 +38,9 @@ export UROCE_RUNDIR=$T/run
 mkdir "$UROCE_RUNDIR" || exit 1
 unset UROCE_LIBDIR UROCE_PCAP UROCE_FAULTS UROCE_BUSY_POLL
 LIB=$(cd "$(dirname "$UROCE")/lib" 2>/dev/null && pwd -P)
-sanitized() { ldd "$LIB/libibverbs.so.1" 2>/dev/null | grep -qE 'lib(asan|ubsan)\.so'; }
+# grep reads everything: with pipefail, grep -q would leave ldd to die of SIGPIPE, and the
+# pipeline would fail although it matched.
+sanitized() { ldd "$LIB/libibverbs.so.1" 2>/dev/null | grep -E 'lib(asan|ubsan)\.so' >/dev/null; }
 if sanitized; then
 	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 fi
@@ -216,7 +218,7 @@ pcap)
 	expect 0 '' "pcap-check of the capture"
 	grep -q ': 0 packets, 0 RoCE' "$T/out" || fail "pcap-check: $(cat "$T/out")"
 	if command -v capinfos >/dev/null; then
-		capinfos -t -E "$T/lo.pcap" | grep -qE 'Ethernet' || fail "capinfos: not an Ethernet pcap"
+		capinfos -t -E "$T/lo.pcap" | grep -E 'Ethernet' >/dev/null || fail "capinfos: not an Ethernet pcap"
 	fi
 	chmod 500 "$T"
 	if [ "$(id -u)" -ne 0 ]; then

@@ -49,7 +49,7 @@ mkdir "$RUNA" "$RUNB" || exit 1
 # A sanitizer build of the library: `uroce run` preloads the runtime itself (run.c); the Debian
 # programs do not free everything before they exit, and our own leaks show in the C tests.
 sanitized() {
-	ldd "$(dirname "$UROCE")/lib/libibverbs.so.1" 2>/dev/null | grep -qE 'lib(asan|ubsan)\.so'
+	ldd "$(dirname "$UROCE")/lib/libibverbs.so.1" 2>/dev/null | grep -E 'lib(asan|ubsan)\.so' >/dev/null
 }
 if sanitized; then
 	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0:exitcode=99"
@@ -146,7 +146,7 @@ wait_exit() { # PID SECONDS
 
 wait_listen() { # a|b PORT SERVER-PID
 	for _ in $(seq 200); do
-		in$1 ss -ltnH "sport = :$2" | grep -q . && return 0
+		in$1 ss -ltnH "sport = :$2" | grep . >/dev/null && return 0
 		kill -0 "$3" 2>/dev/null || return 1
 		sleep 0.05
 	done

@@ -76,7 +76,7 @@ gid=$(inns timeout 20 ibv_devinfo -v -d uroce_lo 2>"$T/gid.err" |
 
 wait_listen() { # PORT SERVER-PID
 	for _ in $(seq 100); do
-		inns ss -ltnH "sport = :$1" | grep -q . && return 0
+		inns ss -ltnH "sport = :$1" | grep . >/dev/null && return 0
 		kill -0 "$2" 2>/dev/null || return 1
 		sleep 0.1
 	done

@@ -62,7 +62,7 @@ trap 'exit 143' TERM INT HUP PIPE
 export UROCE_RUNDIR=$T/run
 mkdir "$UROCE_RUNDIR" || exit 1
 # A sanitizer build: `uroce run` preloads the runtime itself (run.c).
-if ldd "$(dirname "$UROCE")/lib/libibverbs.so.1" 2>/dev/null | grep -qE 'lib(asan|ubsan)\.so'; then
+if ldd "$(dirname "$UROCE")/lib/libibverbs.so.1" 2>/dev/null | grep -E 'lib(asan|ubsan)\.so' >/dev/null; then
 	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0:exitcode=99"
 	export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}exitcode=98:print_stacktrace=1"
 fi
@@ -97,7 +97,7 @@ loader_clean() { # FILE WHAT
 
 wait_listen() { # PORT SERVER-PID
 	for _ in $(seq 200); do
-		inns ss -ltnH "sport = :$1" | grep -q . && return 0
+		inns ss -ltnH "sport = :$1" | grep . >/dev/null && return 0
 		kill -0 "$2" 2>/dev/null || return 1
 		sleep 0.05
 	done

@@ -450,7 +450,7 @@ multi)
 	has "$T/err" "uroce: $T/missing.pcap: No such file or directory" "good, missing, bad, good"
 	has "$T/out" "ICRC BAD" "good, missing, bad, good"
 	for f in "$good1" "$T/bad.pcap" "$good2"; do
-		grep -F -- "$f: " "$T/out" | grep -qF ' packets, ' ||
+		grep -F -- "$f: " "$T/out" | grep -F ' packets, ' >/dev/null ||
 			fail "good, missing, bad, good: no summary for $f"
 	done
 	has "$T/out" "total: 4 files (1 unreadable or incomplete), " "good, missing, bad, good"
