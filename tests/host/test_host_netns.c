@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <net/if.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -14,6 +15,18 @@
 #include "check.h"
 #include "host/gid.h"
 #include "host/netif.h"
+
+/*
+ * The watch's answer after a change: IPv6 address notifications can come from the kernel's
+ * address-configuration work after `ip` returns, so wait (bounded) for the fd first.
+ */
+static int drain_after_change(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+
+	poll(&p, 1, 2000);
+	return uroce_netif_watch_drain(fd);
+}
 
 static int find_gid(const struct uroce_gid_entry *t, int n, const char *gid, enum uroce_gid_type ty)
 {
@@ -58,7 +71,7 @@ int main(void)
 	CHECK(n0 > 0 && t[0].ifindex == if_nametoindex("v0") && !strcmp(t[0].netdev, "v0"));
 
 	sh("ip addr add 198.18.0.3/24 dev v0");
-	CHECK(uroce_netif_watch_drain(fd) == 1);
+	CHECK(drain_after_change(fd) == 1);
 	CHECK(uroce_netif_watch_drain(fd) == 0); /* drained */
 	n = uroce_gid_table_build(&dev, t, 64);
 	CHECKF(n == n0 + 2, "after add: %d entries, %d before", n, n0);
@@ -67,25 +80,25 @@ int main(void)
 	       "198.18.0.3 at %d", i3);
 
 	sh("ip addr del 198.18.0.3/24 dev v0");
-	CHECK(uroce_netif_watch_drain(fd) == 1);
+	CHECK(drain_after_change(fd) == 1);
 	n = uroce_gid_table_build(&dev, t, 64);
 	CHECK(n == n0 && find_gid(t, n, a3, UROCE_GID_V1) < 0);
 
 	sh("ip -6 addr add fd00:198:18::77/64 dev v0 nodad");
-	CHECK(uroce_netif_watch_drain(fd) == 1);
+	CHECK(drain_after_change(fd) == 1);
 	n = uroce_gid_table_build(&dev, t, 64);
 	CHECK(find_gid(t, n, "fd00:0198:0018:0000:0000:0000:0000:0077", UROCE_GID_V2) > 0);
 	sh("ip -6 addr del fd00:198:18::77/64 dev v0");
-	CHECK(uroce_netif_watch_drain(fd) == 1);
+	CHECK(drain_after_change(fd) == 1);
 
 	/* A link change (MTU) is reported, and the next scan has it. */
 	sh("ip link set v0 mtu 1400");
-	CHECK(uroce_netif_watch_drain(fd) == 1);
+	CHECK(drain_after_change(fd) == 1);
 	CHECK(uroce_netif_scan(&ifs) == 0);
 	CHECK(uroce_netif_find(&ifs, "v0") && uroce_netif_find(&ifs, "v0")->mtu == 1400);
 	uroce_netif_list_free(&ifs);
 	sh("ip link set v0 mtu 9000");
-	CHECK(uroce_netif_watch_drain(fd) == 1);
+	CHECK(drain_after_change(fd) == 1);
 
 	CHECK(uroce_gid_table_build(&gone, t, 64) == -ENODEV);
 	CHECK(uroce_gid_table_build(&dev, t, 1) == -ENOSPC);
