@@ -95,8 +95,10 @@ struct uroce_rx_desc {
 	X(TX_ERR, "io_tx_err")	     /* the kernel refused one (skipped) */                    \
 	X(TX_NO_SRC, "io_tx_no_src") /* path sgid/encap not served by the backend */           \
 	X(TX_AGAIN, "io_tx_again")   /* socket buffer full: burst cut short */                 \
+	X(TX_GSO, "io_tx_gso_sends") /* UDP GSO sends of 2+ packets (counted in TX_PKTS too) */  \
 	X(RX_PKTS, "io_rx_pkts")     /* delivered by rx_burst */                               \
 	X(RX_BYTES, "io_rx_bytes")                                                             \
+	X(RX_GRO, "io_rx_gro_recvs") /* UDP GRO datagrams of 2+ packets (split; in RX_PKTS) */  \
 	X(RX_DROP_MALFORMED, "io_rx_drop_malformed") /* too short, truncated, not decodable */ \
 	X(RX_DROP_ICRC, "io_rx_drop_icrc") /* bad ICRC (IPv4 over UDP: no ID solves it) */     \
 	X(RX_DROP_NOT_FOR_US, "io_rx_drop_not_for_us") /* other host's frame, own echo */      \
@@ -134,6 +136,8 @@ struct uroce_backend_cfg {
 	uint16_t port;	  /* udp: 0 means 4791 (tests use another port) */
 	int batch;	  /* 0: UROCE_BACKEND_BATCH */
 	uint32_t rx_slot; /* bytes per receive slot; 0: UROCE_BACKEND_RX_SLOT (packet: MTU) */
+	bool no_gso;	  /* udp: send one datagram per packet (no UDP_SEGMENT) */
+	bool no_gro;	  /* udp: no UDP_GRO on the sockets */
 	char *err;	  /* optional: a sentence on why open failed */
 	size_t errlen;
 	/* packet: this process's QPNs on the device; the kernel drops frames for other QPNs

@@ -25,7 +25,7 @@
 #include "wire/mad.h"
 #include "wire/opcode.h"
 
-#define CTX_BURST     64
+#define CTX_BURST     256 /* packets per engine call: a few UDP GSO sends' worth */
 #define CTX_NEIGH_MAX 64
 #define STATS_PERIOD  1000000000ull /* flush counters to the shared file every second */
 
@@ -46,6 +46,7 @@ struct uroce_ctx {
 	int kick_fd;
 	int watch_fd;
 	bool busy_poll;
+	bool rx_more; /* the last round left received packets for the next (do_rx) */
 	uroce_ctx_event_fn on_event;
 	void *arg;
 
@@ -265,15 +266,16 @@ static void version_drop(struct uroce_ctx *c, struct uroce_backend *b, const str
 		c->def.name, from, (unsigned long long)c->version_reqs, (unsigned long long)n);
 }
 
-static void do_rx(struct uroce_ctx *c, struct uroce_backend *b, uint64_t now)
+/* Receive and process up to 16 bursts; returns whether more may be waiting. */
+static bool do_rx(struct uroce_ctx *c, struct uroce_backend *b, uint64_t now)
 {
 	if (!b)
-		return;
+		return false;
 	for (int round = 0; round < 16; round++) {
 		int n = uroce_backend_rx(b, c->rxd, CTX_BURST);
 
 		if (n <= 0)
-			return;
+			return false;
 		for (int i = 0; i < n; i++) {
 			struct uroce_rx_pkt *p = &c->rxd[i].pkt;
 			int idx = gid_index(c, p->dgid, p->encap);
@@ -291,8 +293,11 @@ static void do_rx(struct uroce_ctx *c, struct uroce_backend *b, uint64_t now)
 			uroce_eng_rx(c->eng, now, p);
 		}
 		if (n < CTX_BURST)
-			return;
+			return false;
 	}
+	/* A backend may hold packets it already took from the kernel (the rest of a GRO
+	 * datagram): the sockets need not be readable for them, so the next round must not wait. */
+	return true;
 }
 
 static void drain_events(struct uroce_ctx *c)
@@ -323,8 +328,9 @@ void uroce_ctx_progress(struct uroce_ctx *c)
 {
 	uint64_t now = mono_ns();
 
-	do_rx(c, c->v2, now);
-	do_rx(c, c->v1, now);
+	bool more = do_rx(c, c->v2, now);
+
+	c->rx_more = do_rx(c, c->v1, now) || more;
 	uroce_eng_advance(c->eng, now);
 	do_tx(c, now);
 	drain_events(c);
@@ -352,7 +358,7 @@ static void *progress_main(void *arg)
 
 		pthread_mutex_lock(&c->lock);
 		uint64_t dl = uroce_eng_next_deadline(c->eng);
-		bool pending = uroce_eng_tx_pending(c->eng);
+		bool pending = uroce_eng_tx_pending(c->eng) || c->rx_more;
 
 		pthread_mutex_unlock(&c->lock);
 		if (c->busy_poll || pending) {
@@ -446,6 +452,14 @@ static int bindable_addrs(struct uroce_ctx *c, uint8_t out[][16])
  * Open the RoCE v2 sockets on the addresses that can be bound now, recorded in bound[0..*nbound)
  * (*out stays NULL when there is none). Errors are printed when loud.
  */
+/* An on/off setting: off only when the variable is "0". */
+static bool env_off(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && strcmp(v, "0") == 0;
+}
+
 static int open_v2(struct uroce_ctx *c, struct uroce_backend **out, uint8_t bound[][16],
 		   int *nbound, bool loud)
 {
@@ -455,6 +469,8 @@ static int open_v2(struct uroce_ctx *c, struct uroce_backend **out, uint8_t boun
 	int rc;
 
 	cfg.port = uroce_udp_port_env();
+	cfg.no_gso = env_off("UROCE_GSO");
+	cfg.no_gro = env_off("UROCE_GRO");
 	cfg.n_addrs = bindable_addrs(c, cfg.addrs);
 	*nbound = cfg.n_addrs;
 	memcpy(bound, cfg.addrs, sizeof(cfg.addrs));

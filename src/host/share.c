@@ -44,6 +44,7 @@ struct uroce_share_group {
 	int ino;
 	struct watch w[UROCE_SHARE_MAX_MEMBERS];
 	int nw;
+	int members; /* in the file when it was last read (join, check) */
 };
 
 /* ---- pure helpers ------------------------------------------------------------------------ */
@@ -801,6 +802,7 @@ static bool claimed_by_other(const struct uroce_share_member *m, int n, int self
 /* Watch the pid of every other member: its pidfd is readable once it has exited. */
 static void watch_members(struct uroce_share_group *g, const struct uroce_share_member *m, int n)
 {
+	g->members = n;
 	for (int i = 0; i < g->nw;) {
 		bool listed = false;
 
@@ -1006,6 +1008,11 @@ void uroce_share_leave(struct uroce_share_group *g, int fd)
 int uroce_share_fd(const struct uroce_share_group *g)
 {
 	return g->epfd;
+}
+
+int uroce_share_members(const struct uroce_share_group *g)
+{
+	return g->members;
 }
 
 int uroce_share_check(struct uroce_share_group *g, int fd)

@@ -255,6 +255,14 @@ int uroce_share_fd(const struct uroce_share_group *g);
 int uroce_share_check(struct uroce_share_group *g, int fd);
 
 /*
+ * How many sockets the group had (this one included) when the membership file was last read:
+ * at join and at each uroce_share_check() that found a change. The udp backend turns UDP GRO
+ * off while it is above 1: the kernel's GRO may merge datagrams for several members' QPs into
+ * one, which the steering program (it sees the first) would hand to one member.
+ */
+int uroce_share_members(const struct uroce_share_group *g);
+
+/*
  * Replace this member's GSI claims by cfg's (cm, ids[0..nids)) under the file lock, then attach
  * the new program (v2) or our filter (v1) through fd and write the file; the other members
  * follow (v2: the program is the group's; v1: through uroce_share_check).

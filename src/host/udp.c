@@ -16,6 +16,25 @@
  * [BTH+ext headers | payload in place | pad + ICRC], so the payload is not copied.
  * TOS/traffic class and TTL/hop limit go per packet in control messages.
  *
+ * Segmentation offload. The kernel's per-datagram path (socket, route, IP, UDP, veth or the
+ * NIC, and again on receive) costs far more than our own work per packet, so:
+ *  - send (UDP GSO): consecutive packets of one burst to the same destination address and QP,
+ *    with the same TOS/TTL and the same length (the last may be shorter), go as one send with a
+ *    UDP_SEGMENT control message: the kernel cuts it into one datagram per packet as late as it
+ *    can (in the NIC, or never on veth and loopback). The kernel gives the segments IPv4 IDs
+ *    0, 1, 2, ... (ID 0 for the send, as above, then one more per segment: inet_gso_segment),
+ *    so packet k of a send has its ICRC computed with ID k. Grouping by QP keeps the steering of
+ *    shared devices right (the program sees the first segment only). A kernel or device that
+ *    refuses GSO (EIO: no checksum offload) turns it off for that socket; a send refused for
+ *    its size is sent again one datagram per packet.
+ *  - receive (UDP GRO): a datagram carrying several packets (our GSO sends arriving whole over
+ *    veth or loopback, or the kernel's GRO merging a flow) comes with its segment size; it is
+ *    split into packets here, each checked on its own (IPv4 ID solved per packet). Segments of
+ *    one datagram that do not fit the caller's array are handed out by the next rx_burst()
+ *    calls, which receive nothing new until they are gone (the ring stays valid). GRO is off
+ *    while other processes share the socket's group: the kernel may merge packets for several
+ *    members' QPs, and steering looks at the first only.
+ *
  * The UDP source port is the bound port for every packet (a socket sends from its own port), not
  * the path's entropy port; receivers accept any (roce-reference 1.9). See fixed_sport.
  *
@@ -25,8 +44,7 @@
  * at it when a burst comes back empty (that is when a wake-up had another cause) and at least
  * every SHARE_CHECK_EVERY bursts, so a busy data path pays one epoll_wait per that many bursts.
  *
- * Not done: UDP GSO/GRO (UDP_SEGMENT would need the ICRC of segment i computed with ID i);
- * sending a non-zero IPv6 flow label (rxe sends 0; the ICRC masks it).
+ * Not done: sending a non-zero IPv6 flow label (rxe sends 0; the ICRC masks it).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -49,12 +67,27 @@
 #ifndef UDP_NO_CHECK6_RX
 #define UDP_NO_CHECK6_RX 102
 #endif
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
+#ifndef SOL_UDP
+#define SOL_UDP 17
+#endif
 
 #define SHARE_CHECK_EVERY 64
 /* Receive buffer per socket (what the kernel accounts: payload plus skb overhead). */
 #define UROCE_UDP_RCVBUF (32 << 20)
-#define TX_CTL_LEN (2 * CMSG_SPACE(sizeof(int)))
-#define RX_CTL_LEN (CMSG_SPACE(sizeof(struct in6_pktinfo)) + 2 * CMSG_SPACE(sizeof(int)) + 64)
+#define TX_CTL_LEN (2 * CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(uint16_t)))
+#define RX_CTL_LEN (CMSG_SPACE(sizeof(struct in6_pktinfo)) + 3 * CMSG_SPACE(sizeof(int)) + 64)
+/* One GSO send: the kernel's UDP_MAX_SEGMENTS (64 in Linux 6.1), and a UDP payload IPv4 allows. */
+#define GSO_MAX_SEGS  64
+#define GSO_MAX_BYTES 65507u
+#define TX_BATCH_MIN  (4 * GSO_MAX_SEGS)
+/* A receive slot when GRO is on: the largest datagram GRO builds (64 KiB). */
+#define GRO_SLOT (64u << 10)
 
 union sa {
 	struct sockaddr sa;
@@ -67,6 +100,15 @@ struct udp_sock {
 	enum uroce_encap encap;
 	uint8_t gid[16];
 	struct uroce_share_group *share; /* NULL: bound alone */
+	bool gso;			 /* send with UDP_SEGMENT */
+	bool gro;			 /* UDP_GRO is on */
+};
+
+/* A received datagram, parsed: where it came from, and how to cut it. */
+struct rx_meta {
+	struct uroce_v2_rx_in in; /* data and len: per packet */
+	uint16_t seg;		  /* GRO segment size; 0: one packet */
+	uint8_t drop;		  /* counter to bump instead (UROCE_IO_RX_DROP_*), 0: none */
 };
 
 struct udp_be {
@@ -75,15 +117,20 @@ struct udp_be {
 	int ns;
 	int epfd;
 	int ifindex;
-	int batch;
+	int batch;  /* datagrams per recvmmsg */
+	int tbatch; /* packets per send burst */
 	uint32_t slot;
+	bool want_gro; /* GRO allowed (cfg); on per socket while the group has one member */
+	bool gso_once_off; /* the next send goes one datagram per packet (a GSO send failed) */
 	int rx_rr; /* socket to read first, round robin */
 	const struct uroce_share_cfg *share; /* during open only */
 	unsigned share_tick;
 	/* transmit scratch, batch entries each */
 	struct uroce_txframe *tf;
 	struct uroce_path *tpath; /* the path with the real source port */
-	struct mmsghdr *tmsg;
+	struct mmsghdr *tmsg;	  /* one per packet */
+	struct mmsghdr *gmsg;	  /* one per send (a GSO send covers several packets) */
+	int *gsegs;		  /* packets in each send */
 	struct iovec *tiov;
 	union sa *tname;
 	uint8_t *tctl;
@@ -93,6 +140,10 @@ struct udp_be {
 	struct iovec *riov;
 	union sa *rname;
 	uint8_t *rctl;
+	struct rx_meta *rmeta;
+	int rcount;    /* datagrams in the ring */
+	int rnext;     /* the next one to split */
+	uint32_t roff; /* where its next packet starts */
 	struct uroce_ipid_cache cache;
 };
 
@@ -121,6 +172,8 @@ static void udp_close(struct uroce_backend *bb)
 	free(b->tf);
 	free(b->tpath);
 	free(b->tmsg);
+	free(b->gmsg);
+	free(b->gsegs);
 	free(b->tiov);
 	free(b->tname);
 	free(b->tctl);
@@ -129,12 +182,22 @@ static void udp_close(struct uroce_backend *bb)
 	free(b->riov);
 	free(b->rname);
 	free(b->rctl);
+	free(b->rmeta);
 	free(b);
 }
 
 static int setint(int fd, int level, int opt, int v)
 {
 	return setsockopt(fd, level, opt, &v, sizeof(v)) < 0 ? -errno : 0;
+}
+
+/* GRO on while the socket is alone in its group (see the top of the file). */
+static void update_gro(const struct udp_be *b, struct udp_sock *s)
+{
+	bool on = b->want_gro && (!s->share || uroce_share_members(s->share) <= 1);
+
+	if (on != s->gro && setint(s->fd, SOL_UDP, UDP_GRO, on) == 0)
+		s->gro = on;
 }
 
 static int open_sock(struct udp_be *b, const struct uroce_backend_cfg *cfg, const uint8_t *gid)
@@ -264,6 +327,13 @@ static int open_sock(struct udp_be *b, const struct uroce_backend_cfg *cfg, cons
 	s->fd = fd;
 	s->encap = v4 ? UROCE_ENCAP_V2_IPV4 : UROCE_ENCAP_V2_IPV6;
 	memcpy(s->gid, gid, 16);
+	int v;
+	socklen_t vl = sizeof(v);
+
+	/* GSO is sent per message (UDP_SEGMENT control message); the option says it exists. */
+	s->gso = !cfg->no_gso && getsockopt(fd, SOL_UDP, UDP_SEGMENT, &v, &vl) == 0;
+	s->gro = false;
+	update_gro(b, s);
 	b->ns++;
 	return 0;
 }
@@ -293,6 +363,9 @@ static int open_backend(const struct uroce_backend_cfg *cfg, const struct uroce_
 	b->slot = cfg->rx_slot ? cfg->rx_slot : UROCE_BACKEND_RX_SLOT;
 	b->ifindex = cfg->ifindex;
 	b->share = share;
+	b->want_gro = !cfg->no_gro;
+	if (b->want_gro && b->slot < GRO_SLOT)
+		b->slot = GRO_SLOT; /* untouched pages of the ring cost no memory */
 	if (!b->ifindex && cfg->ifname) {
 		b->ifindex = (int)if_nametoindex(cfg->ifname);
 		if (!b->ifindex) {
@@ -301,22 +374,28 @@ static int open_backend(const struct uroce_backend_cfg *cfg, const struct uroce_
 			return -ENODEV;
 		}
 	}
-	size_t nb = (size_t)b->batch;
+	/* A send burst holds a few GSO sends' worth of packets, whatever the receive batch. */
+	b->tbatch = b->batch < TX_BATCH_MIN ? TX_BATCH_MIN : b->batch;
+	size_t nb = (size_t)b->batch, nt = (size_t)b->tbatch;
 
-	b->tf = calloc(nb, sizeof(*b->tf));
-	b->tpath = calloc(nb, sizeof(*b->tpath));
-	b->tmsg = calloc(nb, sizeof(*b->tmsg));
-	b->tiov = calloc(3 * nb, sizeof(*b->tiov));
-	b->tname = calloc(nb, sizeof(*b->tname));
-	b->tctl = calloc(nb, TX_CTL_LEN);
+	b->tf = calloc(nt, sizeof(*b->tf));
+	b->tpath = calloc(nt, sizeof(*b->tpath));
+	b->tmsg = calloc(nt, sizeof(*b->tmsg));
+	b->gmsg = calloc(nt, sizeof(*b->gmsg));
+	b->gsegs = calloc(nt, sizeof(*b->gsegs));
+	b->rmeta = calloc(nb, sizeof(*b->rmeta));
+	b->tiov = calloc(3 * nt, sizeof(*b->tiov));
+	b->tname = calloc(nt, sizeof(*b->tname));
+	b->tctl = calloc(nt, TX_CTL_LEN);
 	b->ring = malloc(nb * b->slot);
 	b->rmsg = calloc(nb, sizeof(*b->rmsg));
 	b->riov = calloc(nb, sizeof(*b->riov));
 	b->rname = calloc(nb, sizeof(*b->rname));
 	b->rctl = calloc(nb, RX_CTL_LEN);
 	b->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (!b->tf || !b->tpath || !b->tmsg || !b->tiov || !b->tname || !b->tctl || !b->ring ||
-	    !b->rmsg || !b->riov || !b->rname || !b->rctl || b->epfd < 0) {
+	if (!b->tf || !b->tpath || !b->tmsg || !b->gmsg || !b->gsegs || !b->tiov || !b->tname ||
+	    !b->tctl || !b->ring || !b->rmsg || !b->riov || !b->rname || !b->rctl || !b->rmeta ||
+	    b->epfd < 0) {
 		r = b->epfd < 0 ? -errno : -ENOMEM;
 		udp_close(&b->b);
 		return r;
@@ -382,19 +461,29 @@ static int find_sock(const struct udp_be *b, const struct uroce_path *p)
 	return -1;
 }
 
-static void add_cmsg(struct msghdr *m, size_t *used, int level, int type, int v)
+static void add_cmsg(struct msghdr *m, size_t *used, int level, int type, const void *v,
+		     size_t len)
 {
 	struct cmsghdr *c = (struct cmsghdr *)((uint8_t *)m->msg_control + *used);
 
 	c->cmsg_level = level;
 	c->cmsg_type = type;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &v, sizeof(v));
-	*used += CMSG_SPACE(sizeof(int));
+	c->cmsg_len = CMSG_LEN(len);
+	memcpy(CMSG_DATA(c), v, len);
+	*used += CMSG_SPACE(len);
+	m->msg_controllen = *used;
 }
 
-/* Fill message j for d; returns 0 or the error that makes the packet unsendable. */
-static int prep_tx(struct udp_be *b, int j, const struct uroce_tx_desc *d, bool v4)
+static void add_cmsg_int(struct msghdr *m, size_t *used, int level, int type, int v)
+{
+	add_cmsg(m, used, level, type, &v, sizeof(v));
+}
+
+/*
+ * Fill message j for d, its ICRC computed with IPv4 ID ip_id; returns 0 or the error that makes
+ * the packet unsendable.
+ */
+static int prep_tx(struct udp_be *b, int j, const struct uroce_tx_desc *d, bool v4, uint16_t ip_id)
 {
 	struct uroce_txframe *f = &b->tf[j];
 	const struct uroce_tx_pkt *p = d->pkt;
@@ -404,7 +493,7 @@ static int prep_tx(struct udp_be *b, int j, const struct uroce_tx_desc *d, bool 
 	/* The kernel sends from the bound port: the ICRC covers that one, not path->sport. */
 	*path = *d->path;
 	path->sport = b->b.port;
-	int r = uroce_txframe_build(f, &x, b->b.mac, b->b.port, 0);
+	int r = uroce_txframe_build(f, &x, b->b.mac, b->b.port, ip_id);
 
 	if (r < 0)
 		return r;
@@ -424,17 +513,16 @@ static int prep_tx(struct udp_be *b, int j, const struct uroce_tx_desc *d, bool 
 	m->msg_iovlen = 3;
 	m->msg_name = a;
 	m->msg_control = b->tctl + (size_t)j * TX_CTL_LEN;
-	memset(m->msg_control, 0, TX_CTL_LEN);
-	m->msg_controllen = TX_CTL_LEN;
+	m->msg_controllen = 0;
 	memset(a, 0, sizeof(*a));
 	if (v4) {
 		a->in.sin_family = AF_INET;
 		a->in.sin_port = htons(b->b.port);
 		memcpy(&a->in.sin_addr, path->dgid + 12, 4);
 		m->msg_namelen = sizeof(a->in);
-		add_cmsg(m, &used, IPPROTO_IP, IP_TOS, path->traffic_class);
+		add_cmsg_int(m, &used, IPPROTO_IP, IP_TOS, path->traffic_class);
 		if (path->hop_limit)
-			add_cmsg(m, &used, IPPROTO_IP, IP_TTL, path->hop_limit);
+			add_cmsg_int(m, &used, IPPROTO_IP, IP_TTL, path->hop_limit);
 	} else {
 		a->in6.sin6_family = AF_INET6;
 		a->in6.sin6_port = htons(b->b.port);
@@ -443,12 +531,75 @@ static int prep_tx(struct udp_be *b, int j, const struct uroce_tx_desc *d, bool 
 		    IN6_IS_ADDR_MC_LINKLOCAL(&a->in6.sin6_addr))
 			a->in6.sin6_scope_id = (uint32_t)b->ifindex;
 		m->msg_namelen = sizeof(a->in6);
-		add_cmsg(m, &used, IPPROTO_IPV6, IPV6_TCLASS, path->traffic_class);
+		add_cmsg_int(m, &used, IPPROTO_IPV6, IPV6_TCLASS, path->traffic_class);
 		if (path->hop_limit)
-			add_cmsg(m, &used, IPPROTO_IPV6, IPV6_HOPLIMIT, path->hop_limit);
+			add_cmsg_int(m, &used, IPPROTO_IPV6, IPV6_HOPLIMIT, path->hop_limit);
 	}
-	m->msg_controllen = used;
 	return 0;
+}
+
+/* BTH..ICRC: what one segment of a GSO send carries. */
+static uint32_t tx_len(const struct uroce_tx_pkt *p)
+{
+	return (uint32_t)p->hdr_len + p->payload_len + p->pad + 4u;
+}
+
+/* May b follow a in one GSO send (lengths aside)? Same address, QP, TOS and TTL. */
+static bool same_flow(const struct uroce_tx_desc *a, const struct uroce_tx_desc *b)
+{
+	return a->pkt->dst_qpn == b->pkt->dst_qpn &&
+	       a->path->traffic_class == b->path->traffic_class &&
+	       a->path->hop_limit == b->path->hop_limit &&
+	       memcmp(a->path->dgid, b->path->dgid, 16) == 0;
+}
+
+/*
+ * Prepare up to a batch of d[0..n) (all for socket si) as sends: b->gmsg[0..*nsend) with
+ * b->gsegs[] packets each. Returns the packets prepared; 0 when d[0] cannot be framed.
+ */
+static int prep_sends(struct udp_be *b, int si, const struct uroce_tx_desc *d, int n, int *nsend)
+{
+	const struct udp_sock *s = &b->s[si];
+	bool v4 = s->encap == UROCE_ENCAP_V2_IPV4, gso = s->gso && !b->gso_once_off;
+	int cnt = 0, ng = 0, first = 0;
+	uint32_t seglen = 0, bytes = 0;
+	bool open = false; /* the current send takes more segments */
+
+	while (cnt < n && cnt < b->tbatch && (cnt == 0 || find_sock(b, d[cnt].path) == si)) {
+		uint32_t len = tx_len(d[cnt].pkt);
+		bool join = gso && open && cnt - first < GSO_MAX_SEGS && len <= seglen &&
+			    bytes + len <= GSO_MAX_BYTES && same_flow(&d[first], &d[cnt]);
+		/* Segment k of a GSO send leaves with IPv4 ID k (see the top of the file). */
+		uint16_t id = join && v4 ? (uint16_t)(cnt - first) : 0;
+
+		if (prep_tx(b, cnt, &d[cnt], v4, id) < 0)
+			break;
+		if (join) {
+			b->gsegs[ng - 1]++;
+			bytes += len;
+			open = len == seglen; /* a shorter one is the last */
+		} else {
+			b->gsegs[ng++] = 1;
+			first = cnt;
+			seglen = bytes = len;
+			open = true;
+		}
+		cnt++;
+	}
+	for (int g = 0, j = 0; g < ng; j += b->gsegs[g++]) {
+		struct msghdr *m = &b->gmsg[g].msg_hdr;
+
+		*m = b->tmsg[j].msg_hdr;
+		if (b->gsegs[g] == 1)
+			continue;
+		uint16_t gs = (uint16_t)tx_len(d[j].pkt);
+		size_t used = m->msg_controllen;
+
+		m->msg_iovlen = 3 * (size_t)b->gsegs[g]; /* the packets' iovecs are consecutive */
+		add_cmsg(m, &used, SOL_UDP, UDP_SEGMENT, &gs, sizeof(gs));
+	}
+	*nsend = ng;
+	return cnt;
 }
 
 static int udp_tx(struct uroce_backend *bb, const struct uroce_tx_desc *d, int n)
@@ -458,30 +609,24 @@ static int udp_tx(struct uroce_backend *bb, const struct uroce_tx_desc *d, int n
 
 	b->b.tx_refused_n = 0;
 	while (i < n) {
-		int si = find_sock(b, d[i].path);
+		int si = find_sock(b, d[i].path), ng = 0;
 
 		if (si < 0) {
 			b->b.cnt[UROCE_IO_TX_NO_SRC]++;
 			uroce_backend_refused(&b->b, i++);
 			continue;
 		}
-		bool v4 = b->s[si].encap == UROCE_ENCAP_V2_IPV4;
-		int cnt = 0;
+		int cnt = prep_sends(b, si, d + i, n - i, &ng);
 
-		/* A run of packets from the same socket, up to a batch. */
-		while (i + cnt < n && cnt < b->batch &&
-		       (cnt == 0 || find_sock(b, d[i + cnt].path) == si)) {
-			if (prep_tx(b, cnt, &d[i + cnt], v4) < 0)
-				break;
-			cnt++;
-		}
 		if (cnt == 0) {
 			b->b.cnt[UROCE_IO_TX_ERR]++; /* this packet cannot be framed */
 			uroce_backend_refused(&b->b, i++);
 			continue;
 		}
-		int r = sendmmsg(b->s[si].fd, b->tmsg, (unsigned)cnt, MSG_DONTWAIT);
+		bool was_gso = b->gsegs[0] > 1;
+		int r = sendmmsg(b->s[si].fd, b->gmsg, (unsigned)ng, MSG_DONTWAIT);
 
+		b->gso_once_off = false;
 		if (r < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS ||
 			    errno == EINTR) {
@@ -490,34 +635,48 @@ static int udp_tx(struct uroce_backend *bb, const struct uroce_tx_desc *d, int n
 			}
 			if (errno == EBADF || errno == ENOTSOCK || errno == EFAULT)
 				return i ? i : -errno;
+			if (was_gso) {
+				/* EIO: the route's device cannot checksum for GSO; no more GSO on
+				 * this socket. Else (too big for the path, ...): these once more, one
+				 * datagram per packet, where the error falls on the packet at fault. */
+				if (errno == EIO || errno == EOPNOTSUPP || errno == ENOPROTOOPT)
+					b->s[si].gso = false;
+				else
+					b->gso_once_off = true;
+				continue;
+			}
 			/* No route, too big, ...: this packet is lost; go on with the next. */
 			b->b.cnt[UROCE_IO_TX_ERR]++;
 			uroce_backend_refused(&b->b, i++);
 			continue;
 		}
-		for (int j = 0; j < r; j++)
-			b->b.cnt[UROCE_IO_TX_BYTES] += b->tf[j].roce_len;
-		b->b.cnt[UROCE_IO_TX_PKTS] += (uint64_t)r;
-		i += r;
+		for (int g = 0, j = 0; g < r; j += b->gsegs[g++]) {
+			for (int k = j; k < j + b->gsegs[g]; k++)
+				b->b.cnt[UROCE_IO_TX_BYTES] += b->tf[k].roce_len;
+			b->b.cnt[UROCE_IO_TX_PKTS] += (uint64_t)b->gsegs[g];
+			if (b->gsegs[g] > 1)
+				b->b.cnt[UROCE_IO_TX_GSO]++;
+			i += b->gsegs[g];
+		}
 	}
 	return i;
 }
 
-/* Turn received message j of socket s into out; returns 0, or the drop counter to bump. */
-static int finish_rx(struct udp_be *b, const struct udp_sock *s, int j, struct uroce_rx_desc *out)
+/* What the kernel says about received datagram j of socket s; mt->drop when it is unusable. */
+static void parse_rx(struct udp_be *b, const struct udp_sock *s, int j, struct rx_meta *mt)
 {
 	struct msghdr *m = &b->rmsg[j].msg_hdr;
 	const union sa *a = &b->rname[j];
-	struct uroce_v2_rx_in in;
+	struct uroce_v2_rx_in *in = &mt->in;
 	bool have_dst = false;
 
-	memset(&in, 0, sizeof(in));
-	in.encap = s->encap;
-	in.data = b->ring + (size_t)j * b->slot;
-	in.len = b->rmsg[j].msg_len;
-	in.ttl = 64;
-	if (m->msg_flags & (MSG_TRUNC | MSG_CTRUNC))
-		return UROCE_IO_RX_DROP_MALFORMED;
+	memset(mt, 0, sizeof(*mt));
+	in->encap = s->encap;
+	in->ttl = 64;
+	if (m->msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
+		mt->drop = UROCE_IO_RX_DROP_MALFORMED;
+		return;
+	}
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
 		int v;
 
@@ -525,67 +684,112 @@ static int finish_rx(struct udp_be *b, const struct udp_sock *s, int j, struct u
 			struct in_pktinfo pi;
 
 			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
-			uroce_gid_from_v4(in.dst, &pi.ipi_addr);
-			in.ifindex = pi.ipi_ifindex;
+			uroce_gid_from_v4(in->dst, &pi.ipi_addr);
+			in->ifindex = pi.ipi_ifindex;
 			have_dst = true;
 		} else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) {
-			in.tos = CMSG_DATA(c)[0];
+			in->tos = CMSG_DATA(c)[0];
 		} else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TTL) {
 			memcpy(&v, CMSG_DATA(c), sizeof(v));
-			in.ttl = (uint8_t)v;
+			in->ttl = (uint8_t)v;
 		} else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
 			struct in6_pktinfo pi;
 
 			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
-			memcpy(in.dst, &pi.ipi6_addr, 16);
-			in.ifindex = (int)pi.ipi6_ifindex;
+			memcpy(in->dst, &pi.ipi6_addr, 16);
+			in->ifindex = (int)pi.ipi6_ifindex;
 			have_dst = true;
 		} else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS) {
 			memcpy(&v, CMSG_DATA(c), sizeof(v));
-			in.tos = (uint8_t)v;
+			in->tos = (uint8_t)v;
 		} else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_HOPLIMIT) {
 			memcpy(&v, CMSG_DATA(c), sizeof(v));
-			in.ttl = (uint8_t)v;
+			in->ttl = (uint8_t)v;
+		} else if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+			memcpy(&v, CMSG_DATA(c), sizeof(v));
+			mt->seg = v > 0 && v <= 0xFFFF ? (uint16_t)v : 0;
 		}
 	}
-	if (!have_dst)
-		memcpy(in.dst, s->gid, 16);
-	else if (memcmp(in.dst, s->gid, 16) != 0)
-		return UROCE_IO_RX_DROP_NOT_FOR_US;
-	if (s->encap == UROCE_ENCAP_V2_IPV4) {
-		if (a->sa.sa_family != AF_INET)
-			return UROCE_IO_RX_DROP_MALFORMED;
-		uroce_gid_from_v4(in.src, &a->in.sin_addr);
-		in.sport = ntohs(a->in.sin_port);
-	} else {
-		if (a->sa.sa_family != AF_INET6)
-			return UROCE_IO_RX_DROP_MALFORMED;
-		memcpy(in.src, &a->in6.sin6_addr, 16);
-		in.sport = ntohs(a->in6.sin6_port);
+	if (!have_dst) {
+		memcpy(in->dst, s->gid, 16);
+	} else if (memcmp(in->dst, s->gid, 16) != 0) {
+		mt->drop = UROCE_IO_RX_DROP_NOT_FOR_US;
+		return;
 	}
-	in.dport = b->b.port;
+	if (s->encap == UROCE_ENCAP_V2_IPV4) {
+		if (a->sa.sa_family != AF_INET) {
+			mt->drop = UROCE_IO_RX_DROP_MALFORMED;
+			return;
+		}
+		uroce_gid_from_v4(in->src, &a->in.sin_addr);
+		in->sport = ntohs(a->in.sin_port);
+	} else {
+		if (a->sa.sa_family != AF_INET6) {
+			mt->drop = UROCE_IO_RX_DROP_MALFORMED;
+			return;
+		}
+		memcpy(in->src, &a->in6.sin6_addr, 16);
+		in->sport = ntohs(a->in6.sin6_port);
+	}
+	in->dport = b->b.port;
+	/* A datagram of several packets: the segment size must cut it into at least two. */
+	if (mt->seg && mt->seg >= b->rmsg[j].msg_len)
+		mt->seg = 0;
+	if (mt->seg)
+		b->b.cnt[UROCE_IO_RX_GRO]++;
+}
 
-	int r = uroce_v2_rx_verify(out, &b->cache, &in);
+/* Cut the received datagrams into packets, from where the last call stopped, into out[0..n). */
+static int split_rx(struct udp_be *b, struct uroce_rx_desc *out, int n)
+{
+	int got = 0;
 
-	if (r == -EILSEQ)
-		return UROCE_IO_RX_DROP_ICRC;
-	if (r < 0)
-		return UROCE_IO_RX_DROP_MALFORMED;
-	if (out->ip_id)
-		b->b.cnt[UROCE_IO_RX_IPID_SOLVED]++;
-	return 0;
+	while (got < n && b->rnext < b->rcount) {
+		const struct rx_meta *mt = &b->rmeta[b->rnext];
+		uint32_t len = b->rmsg[b->rnext].msg_len;
+		struct uroce_v2_rx_in in = mt->in;
+
+		if (mt->drop) {
+			b->b.cnt[mt->drop]++;
+			b->rnext++;
+			b->roff = 0;
+			continue;
+		}
+		in.data = b->ring + (size_t)b->rnext * b->slot + b->roff;
+		in.len = mt->seg && len - b->roff > mt->seg ? mt->seg : len - b->roff;
+		b->roff += in.len;
+		if (b->roff >= len) {
+			b->rnext++;
+			b->roff = 0;
+		}
+		int r = uroce_v2_rx_verify(&out[got], &b->cache, &in);
+
+		if (r < 0) {
+			b->b.cnt[r == -EILSEQ ? UROCE_IO_RX_DROP_ICRC : UROCE_IO_RX_DROP_MALFORMED]++;
+			continue;
+		}
+		if (out[got].ip_id)
+			b->b.cnt[UROCE_IO_RX_IPID_SOLVED]++;
+		b->b.cnt[UROCE_IO_RX_PKTS]++;
+		b->b.cnt[UROCE_IO_RX_BYTES] += out[got].pkt.len;
+		got++;
+	}
+	return got;
 }
 
 static int udp_rx(struct uroce_backend *bb, struct uroce_rx_desc *out, int n)
 {
 	struct udp_be *b = (struct udp_be *)bb;
-	int got = 0, slot0 = 0;
+	int slot0 = 0;
 
+	/* Packets of datagrams already received come first; the ring must stay as it is. */
+	if (b->rnext < b->rcount)
+		return split_rx(b, out, n);
 	if (n > b->batch)
 		n = b->batch;
-	for (int k = 0; k < b->ns && got < n && slot0 < b->batch; k++) {
+	for (int k = 0; k < b->ns && slot0 < n; k++) {
 		const struct udp_sock *s = &b->s[(b->rx_rr + k) % b->ns];
-		int cnt = b->batch - slot0 < n - got ? b->batch - slot0 : n - got;
+		int cnt = n - slot0;
 
 		for (int j = slot0; j < slot0 + cnt; j++) {
 			struct msghdr *m = &b->rmsg[j].msg_hdr;
@@ -608,30 +812,29 @@ static int udp_rx(struct uroce_backend *bb, struct uroce_rx_desc *out, int n)
 			/* ICMP errors reported on the socket, and the like: not fatal. */
 			if (errno == ECONNREFUSED || errno == EHOSTUNREACH || errno == ENETUNREACH)
 				continue;
-			return got ? got : -errno;
+			if (slot0)
+				break;
+			return -errno;
 		}
-		for (int j = slot0; j < slot0 + r; j++) {
-			int drop = finish_rx(b, s, j, &out[got]);
-
-			if (drop) {
-				b->b.cnt[drop]++;
-				continue;
-			}
-			b->b.cnt[UROCE_IO_RX_PKTS]++;
-			b->b.cnt[UROCE_IO_RX_BYTES] += out[got].pkt.len;
-			got++;
-		}
+		for (int j = slot0; j < slot0 + r; j++)
+			parse_rx(b, s, j, &b->rmeta[j]);
 		slot0 += r;
 	}
+	b->rcount = slot0;
+	b->rnext = 0;
+	b->roff = 0;
 	b->rx_rr = (b->rx_rr + 1) % b->ns;
 	/* Group changes (a member died, joined, left): never per packet. */
-	if (got == 0 || ++b->share_tick >= SHARE_CHECK_EVERY) {
+	if (slot0 == 0 || ++b->share_tick >= SHARE_CHECK_EVERY) {
 		b->share_tick = 0;
-		for (int i = 0; i < b->ns; i++)
-			if (b->s[i].share)
-				uroce_share_check(b->s[i].share, b->s[i].fd);
+		for (int i = 0; i < b->ns; i++) {
+			if (!b->s[i].share)
+				continue;
+			uroce_share_check(b->s[i].share, b->s[i].fd);
+			update_gro(b, &b->s[i]); /* someone may have joined or left */
+		}
 	}
-	return got;
+	return split_rx(b, out, n);
 }
 
 const struct uroce_backend_ops uroce_udp_ops = {
