@@ -807,8 +807,11 @@ static int tap_tx(struct uroce_backend *b, const struct uroce_tx_desc *d, int n)
 
 		if (b->fixed_sport)
 			path.sport = b->fixed_sport;
-		/* ID 0: what an IP_PMTUDISC_DO socket (and our AF_PACKET framing) sends. */
-		if (uroce_txframe_build(&t->tf, &x, b->mac, b->port, 0) == 0) {
+		/* The ID it left with: 0 from an IP_PMTUDISC_DO socket (and our AF_PACKET framing),
+		 * k for segment k of a GSO send. */
+		uint16_t id = i < UROCE_TX_BURST_MAX ? b->inner->tx_ip_id[i] : 0;
+
+		if (uroce_txframe_build(&t->tf, &x, b->mac, b->port, id) == 0) {
 			uroce_txframe_udp_csum(&t->tf, p->payload, p->payload_len);
 			len = uroce_txframe_flatten(t->buf, sizeof(t->buf), &t->tf, p->payload,
 						    p->payload_len);

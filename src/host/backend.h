@@ -171,6 +171,7 @@ struct uroce_backend_ops {
 };
 
 #define UROCE_TX_REFUSED_MAX 16
+#define UROCE_TX_BURST_MAX   256
 
 /* The common head of every backend object. */
 struct uroce_backend {
@@ -191,6 +192,12 @@ struct uroce_backend {
 	 */
 	int tx_refused_n;
 	uint16_t tx_refused[UROCE_TX_REFUSED_MAX];
+	/*
+	 * The IPv4 ID each descriptor of the last tx_burst left with, for the pcap tap: 0 except
+	 * for the segments of a udp GSO send (segment k: k). A backend that fills it consumes at
+	 * most UROCE_TX_BURST_MAX descriptors per call; wrappers leave it 0.
+	 */
+	uint16_t tx_ip_id[UROCE_TX_BURST_MAX];
 	uint8_t mac[6]; /* the interface's MAC (zero for udp) */
 	uint64_t cnt[UROCE_IO_CNT_MAX];
 };

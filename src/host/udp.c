@@ -555,9 +555,11 @@ static bool same_flow(const struct uroce_tx_desc *a, const struct uroce_tx_desc 
 
 /*
  * Prepare up to a batch of d[0..n) (all for socket si) as sends: b->gmsg[0..*nsend) with
- * b->gsegs[] packets each. Returns the packets prepared; 0 when d[0] cannot be framed.
+ * b->gsegs[] packets each, the IPv4 ID of each packet in ids[]. Returns the packets prepared;
+ * 0 when d[0] cannot be framed.
  */
-static int prep_sends(struct udp_be *b, int si, const struct uroce_tx_desc *d, int n, int *nsend)
+static int prep_sends(struct udp_be *b, int si, const struct uroce_tx_desc *d, int n, int *nsend,
+		      uint16_t *ids)
 {
 	const struct udp_sock *s = &b->s[si];
 	bool v4 = s->encap == UROCE_ENCAP_V2_IPV4, gso = s->gso && !b->gso_once_off;
@@ -574,6 +576,7 @@ static int prep_sends(struct udp_be *b, int si, const struct uroce_tx_desc *d, i
 
 		if (prep_tx(b, cnt, &d[cnt], v4, id) < 0)
 			break;
+		ids[cnt] = id;
 		if (join) {
 			b->gsegs[ng - 1]++;
 			bytes += len;
@@ -608,6 +611,9 @@ static int udp_tx(struct uroce_backend *bb, const struct uroce_tx_desc *d, int n
 	int i = 0;
 
 	b->b.tx_refused_n = 0;
+	if (n > UROCE_TX_BURST_MAX)
+		n = UROCE_TX_BURST_MAX;
+	memset(b->b.tx_ip_id, 0, (size_t)n * sizeof(b->b.tx_ip_id[0]));
 	while (i < n) {
 		int si = find_sock(b, d[i].path), ng = 0;
 
@@ -616,7 +622,7 @@ static int udp_tx(struct uroce_backend *bb, const struct uroce_tx_desc *d, int n
 			uroce_backend_refused(&b->b, i++);
 			continue;
 		}
-		int cnt = prep_sends(b, si, d + i, n - i, &ng);
+		int cnt = prep_sends(b, si, d + i, n - i, &ng, b->b.tx_ip_id + i);
 
 		if (cnt == 0) {
 			b->b.cnt[UROCE_IO_TX_ERR]++; /* this packet cannot be framed */

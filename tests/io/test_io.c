@@ -264,6 +264,7 @@ struct collect {
 	int want_hop;
 	uint8_t want_tclass;
 	int ce;
+	const uint16_t *want_ids; /* the IPv4 ID of each packet; NULL: all 0 */
 };
 
 static void on_collect(const struct uroce_rx_desc *d, void *ctx)
@@ -281,8 +282,12 @@ static void on_collect(const struct uroce_rx_desc *d, void *ctx)
 	if (c->want_hop >= 0)
 		CHECKF(d->hop_limit == c->want_hop, "hop %u want %d", d->hop_limit, c->want_hop);
 	CHECKF(d->tclass == c->want_tclass, "tclass 0x%x want 0x%x", d->tclass, c->want_tclass);
-	/* IP_PMTUDISC_DO: the kernel sends ID 0, and our ICRC was made with 0 (1.12). */
-	CHECKF(d->ip_id == 0, "IPv4 ID 0x%x recovered for our own packet", d->ip_id);
+	/* IP_PMTUDISC_DO: the kernel sends ID 0, and our ICRC was made with 0 (1.12); segment k of
+	 * a GSO send has ID k. */
+	uint16_t want_id = c->want_ids ? c->want_ids[c->idx] : 0;
+
+	CHECKF(d->ip_id == want_id, "IPv4 ID 0x%x recovered for our own packet %d, want 0x%x",
+	       d->ip_id, c->idx, want_id);
 	c->ce += d->pkt.ecn_ce;
 	c->idx++;
 	CHECK_BAIL();
@@ -312,6 +317,7 @@ static void every_opcode(struct uroce_backend *a, struct uroce_backend *b,
 	d[n].icrc_xor = 0;
 	n++;
 
+	static uint16_t ids[256];
 	int done = 0;
 	struct collect c = {sent,
 			    n,
@@ -323,7 +329,8 @@ static void every_opcode(struct uroce_backend *a, struct uroce_backend *b,
 			    b->port,
 			    want_hop,
 			    path->traffic_class,
-			    0};
+			    0,
+			    ids};
 	uint64_t deadline = mono_ms() + 3000;
 
 	while (done < n && mono_ms() < deadline) {
@@ -332,6 +339,8 @@ static void every_opcode(struct uroce_backend *a, struct uroce_backend *b,
 		CHECKF(r >= 0, "%s: tx_burst: %s", what, strerror(-r));
 		if (r < 0)
 			break;
+		/* Packets of one length back to back may leave as one GSO send (IDs 0, 1, ...). */
+		memcpy(ids + done, uroce_backend_base(a)->tx_ip_id, (size_t)r * sizeof(ids[0]));
 		done += r;
 		/* Drain as we go so that the receive buffer never overflows. */
 		rx_until(b, -1, on_collect, &c, 0, NULL);
@@ -341,6 +350,63 @@ static void every_opcode(struct uroce_backend *a, struct uroce_backend *b,
 	CHECKF(c.idx == n, "%s: received %d of %d", what, c.idx, n);
 	CHECKF(c.ce == ((path->traffic_class & 3) == 3 ? n : 0), "%s: %d ECN CE marks", what, c.ce);
 	printf("%s: %d packets of every opcode ok\n", what, c.idx);
+}
+
+/*
+ * UDP GSO and GRO: 200 RDMA WRITE packets to one QP, runs of 49 MIDDLEs of 1 KiB then a shorter
+ * LAST. Each run leaves as one GSO send (the kernel's 64-segment limit and 64 KiB allow it),
+ * segment k with IPv4 ID k (ICRC computed so; the receiver recovers exactly k), and arrives
+ * whole over loopback (b has UDP_GRO), where b splits it into the 50 packets again, in order.
+ */
+static void gso_burst(struct uroce_backend *a, struct uroce_backend *b,
+		      const struct uroce_path *path, const char *what)
+{
+	enum { N = 200, RUN = 50 };
+	static struct sent sent[N];
+	static struct uroce_tx_desc d[N];
+	static uint16_t ids[N];
+	bool v4 = path->encap == UROCE_ENCAP_V2_IPV4;
+
+	for (int i = 0; i < N; i++) {
+		bool last = i % RUN == RUN - 1;
+
+		make_pkt(&sent[i], last ? UROCE_OP_RC_WRITE_LAST : UROCE_OP_RC_WRITE_MIDDLE,
+			 3000u + (unsigned)i, last ? 100 : 1024);
+		d[i] = (struct uroce_tx_desc){&sent[i].pkt, path, 0};
+	}
+	uint64_t gso0 = uroce_backend_counter(a, UROCE_IO_TX_GSO);
+	uint64_t gro0 = uroce_backend_counter(b, UROCE_IO_RX_GRO);
+	struct collect c = {sent, N, 0, path->encap, path->sgid, path->dgid,
+			    a->fixed_sport ? a->fixed_sport : path->sport, b->port, -1,
+			    path->traffic_class, 0, ids};
+	uint64_t deadline = mono_ms() + 3000;
+	int done = 0;
+
+	while (done < N && mono_ms() < deadline) {
+		int r = uroce_backend_tx(a, d + done, N - done);
+
+		CHECKF(r >= 0, "%s: tx_burst: %s", what, strerror(-r));
+		if (r < 0)
+			break;
+		memcpy(ids + done, uroce_backend_base(a)->tx_ip_id, (size_t)r * sizeof(ids[0]));
+		done += r;
+	}
+	CHECKF(done == N, "%s: sent %d of %d", what, done, N);
+	uint64_t sends = uroce_backend_counter(a, UROCE_IO_TX_GSO) - gso0;
+
+	/* One send per run: IDs 0..49 in each (IPv6: no ID, 0). */
+	CHECKF(sends == N / RUN, "%s: %llu GSO sends, want %d", what, (unsigned long long)sends,
+	       N / RUN);
+	for (int i = 0; i < N; i++)
+		CHECKF(ids[i] == (v4 ? i % RUN : 0), "%s: packet %d left with IPv4 ID %u", what, i,
+		       ids[i]);
+	rx_until(b, N, on_collect, &c, 3000, NULL);
+	CHECKF(c.idx == N, "%s: received %d of %d", what, c.idx, N);
+	uint64_t gro = uroce_backend_counter(b, UROCE_IO_RX_GRO) - gro0;
+
+	CHECKF(gro >= 1, "%s: no GRO datagram received", what);
+	printf("%s: %d packets in %llu GSO sends, %llu GRO datagrams received, ok\n", what, c.idx,
+	       (unsigned long long)sends, (unsigned long long)gro);
 }
 
 /* ---- loopback ----------------------------------------------------------------------------- */
@@ -521,6 +587,14 @@ static int test_loopback(const char *pcap, int fixed_port)
 	CHECK(p6.sport == 0xFCF4);
 	CHECK(uroce_udp_sport(0x11, 0x12, 0) == 0xC132);
 	every_opcode(a, a, &p6, 9, "v2/IPv6 ::1 -> ::1");
+
+	/* Segmentation offload both ways, IPv4 and IPv6. */
+	struct uroce_path g4 = p4;
+
+	g4.traffic_class = 0x02;
+	g4.hop_limit = 0;
+	gso_burst(a, b, &g4, "GSO/GRO v2/IPv4");
+	gso_burst(a, a, &p6, "GSO/GRO v2/IPv6");
 
 	/* A path the backend does not serve: counted, consumed. */
 	{
