@@ -520,6 +520,71 @@ static size_t v4_datagram(uint8_t *out, const struct sent *s, const uint8_t *src
 	return (size_t)n - 42;
 }
 
+/*
+ * Bad GRO datagrams, from a plain socket with UDP_SEGMENT (arriving whole at b, which has
+ * UDP_GRO): 1 KiB WRITE MIDDLE segments, the second with a broken ICRC, then a 5-byte tail.
+ * The good ones are delivered, the broken one is an ICRC drop, the tail a malformed drop.
+ */
+static void gro_bad(struct uroce_backend *b, const uint8_t *a4, const uint8_t *b4, uint16_t port)
+{
+	static uint8_t buf[4 * 1100];
+	struct sent s;
+	size_t len = 0, seg = 0;
+	struct sockaddr_in from = {.sin_family = AF_INET}, to = {.sin_family = AF_INET};
+	socklen_t fl = sizeof(from);
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+	CHECK(fd >= 0);
+	memcpy(&from.sin_addr, a4 + 12, 4);
+	CHECK(bind(fd, (struct sockaddr *)&from, sizeof(from)) == 0);
+	CHECK(getsockname(fd, (struct sockaddr *)&from, &fl) == 0);
+	for (int k = 0; k < 3; k++) {
+		make_pkt(&s, UROCE_OP_RC_WRITE_MIDDLE, 5000u + (unsigned)k, 1024);
+		seg = v4_datagram(buf + len, &s, a4, b4, ntohs(from.sin_port), port, (uint16_t)k,
+				  NULL, NULL);
+		if (k == 1)
+			buf[len + seg - 1] ^= 0x40; /* the ICRC */
+		len += seg;
+	}
+	memcpy(buf + len, "short", 5);
+	len += 5;
+
+	uint16_t gs = (uint16_t)seg;
+	uint8_t ctl[CMSG_SPACE(sizeof(gs))];
+	struct iovec iov = {buf, len};
+	struct msghdr m = {.msg_name = &to, .msg_namelen = sizeof(to), .msg_iov = &iov,
+			   .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl)};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+
+	memset(ctl, 0, sizeof(ctl));
+	c->cmsg_level = IPPROTO_UDP;
+	c->cmsg_type = 103; /* UDP_SEGMENT */
+	c->cmsg_len = CMSG_LEN(sizeof(gs));
+	memcpy(CMSG_DATA(c), &gs, sizeof(gs));
+	to.sin_port = htons(port);
+	memcpy(&to.sin_addr, b4 + 12, 4);
+
+	uint64_t icrc0 = uroce_backend_counter(b, UROCE_IO_RX_DROP_ICRC);
+	uint64_t mal0 = uroce_backend_counter(b, UROCE_IO_RX_DROP_MALFORMED);
+	uint64_t gro0 = uroce_backend_counter(b, UROCE_IO_RX_GRO);
+	struct count_ctx cc;
+
+	CHECKF(sendmsg(fd, &m, 0) == (ssize_t)len, "sendmsg with UDP_SEGMENT: %s", strerror(errno));
+	close(fd);
+	memset(&cc, 0, sizeof(cc));
+	cc.last_psn = -1;
+	uint64_t deadline = mono_ms() + 2000;
+
+	while (uroce_backend_counter(b, UROCE_IO_RX_DROP_MALFORMED) == mal0 && mono_ms() < deadline)
+		rx_until(b, -1, on_count, &cc, 50, NULL);
+	CHECKF(cc.n == 2, "bad GRO datagram: %d packets delivered, want 2", cc.n);
+	CHECK(uroce_backend_counter(b, UROCE_IO_RX_DROP_ICRC) == icrc0 + 1);
+	CHECK(uroce_backend_counter(b, UROCE_IO_RX_DROP_MALFORMED) == mal0 + 1);
+	CHECK(uroce_backend_counter(b, UROCE_IO_RX_GRO) == gro0 + 1);
+	printf("GRO datagram of 3 packets and a tail, one ICRC broken: %d delivered, 1 ICRC drop, "
+	       "1 malformed\n", cc.n);
+}
+
 static int test_loopback(const char *pcap, int fixed_port)
 {
 	uint8_t a4[16], b4[16], l6[16];
@@ -595,6 +660,7 @@ static int test_loopback(const char *pcap, int fixed_port)
 	g4.hop_limit = 0;
 	gso_burst(a, b, &g4, "GSO/GRO v2/IPv4");
 	gso_burst(a, a, &p6, "GSO/GRO v2/IPv6");
+	gro_bad(b, a4, b4, port);
 
 	/* A path the backend does not serve: counted, consumed. */
 	{
