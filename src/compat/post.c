@@ -154,8 +154,12 @@ int uroce_compat_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct i
 			}
 		}
 	}
+	/* The doorbell: what can go out goes now, from this thread. */
+	bool kick = uroce_ctx_post_tx(uc);
+
 	uroce_ctx_unlock(uc);
-	uroce_ctx_kick(uc);
+	if (kick)
+		uroce_ctx_kick(uc);
 	if (err)
 		*bad = w;
 	return -err;
@@ -262,9 +266,13 @@ int uroce_compat_poll_cq(struct ibv_cq *ibcq, int num, struct ibv_wc *wc)
 		 * thread waits for a CPU. Busy-polling pingpongs went from 0.4-2 ms to tens of us
 		 * per round trip with two processes on two cores.
 		 */
-		if (total || progressed || !num)
+		if (total || !num)
 			break;
-		uroce_ctx_progress(uc);
+		if (progressed) {
+			uroce_ctx_poll_idle(uc); /* still nothing: send what the round held back */
+			break;
+		}
+		uroce_ctx_poll_progress(uc);
 		progressed = true;
 	}
 	uroce_ctx_unlock(uc);
@@ -279,6 +287,11 @@ int uroce_compat_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 
 	uroce_ctx_lock(uc);
 	err = uroce_cq_req_notify(cq->ecq, solicited_only != 0);
+	/* About to sleep on the channel: the progress thread must watch the sockets again. */
+	bool kick = uroce_ctx_app_sleeps(uc);
+
 	uroce_ctx_unlock(uc);
+	if (kick)
+		uroce_ctx_kick(uc);
 	return -err;
 }

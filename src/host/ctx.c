@@ -47,6 +47,12 @@ struct uroce_ctx {
 	int watch_fd;
 	bool busy_poll;
 	bool rx_more; /* the last round left received packets for the next (do_rx) */
+	/* Under the lock: when the progress thread wakes at the latest (0: it is awake and plans
+	 * again before sleeping), and when an application thread last polled (its lease). */
+	uint64_t sleep_until;
+	uint64_t app_polled;
+	uint64_t last_poll; /* the last empty poll's time, and how many came in a row */
+	unsigned poll_streak;
 	uroce_ctx_event_fn on_event;
 	void *arg;
 
@@ -205,15 +211,28 @@ static void do_tx(struct uroce_ctx *c, uint64_t now)
 
 		if (n <= 0)
 			return;
-		for (int i = 0; i < n; i++) {
-			if (resolve(c, &c->txp[i], &c->path[i]))
-				continue; /* unresolvable: dropped; RC retransmits */
-			struct uroce_tx_desc *d = c->path[i].encap == UROCE_ENCAP_V1 ? &c->d1[n1++]
-										       : &c->d2[n2++];
+		/*
+		 * Requests first, then responses (ACKs, read and atomic responses), each in the
+		 * engine's order: the two are independent streams, and an ACK sent ahead of the
+		 * request that answers the peer (a ping-pong's next message) would delay it by a
+		 * trip through the kernel; nor do ACKs split runs of data packets (GSO).
+		 */
+		for (int pass = 0; pass < 2; pass++) {
+			for (int i = 0; i < n; i++) {
+				bool resp = uroce_opinfo[c->txp[i].hdr[0]].flags & UROCE_OPF_RESP;
 
-			d->pkt = &c->txp[i];
-			d->path = &c->path[i];
-			d->icrc_xor = 0;
+				if (resp != (pass == 1))
+					continue;
+				if (resolve(c, &c->txp[i], &c->path[i]))
+					continue; /* unresolvable: dropped; RC retransmits */
+				struct uroce_tx_desc *d = c->path[i].encap == UROCE_ENCAP_V1
+								  ? &c->d1[n1++]
+								  : &c->d2[n2++];
+
+				d->pkt = &c->txp[i];
+				d->path = &c->path[i];
+				d->icrc_xor = 0;
+			}
 		}
 		if (n1 && c->v1)
 			send_all(c->v1, c->d1, n1);
@@ -324,20 +343,101 @@ static void stats_flush(struct uroce_ctx *c)
 	uroce_stats_add_all(c->stats, delta);
 }
 
-void uroce_ctx_progress(struct uroce_ctx *c)
+/* Receive, timers, transmit (unless tx is false: the packets wait for the next round). */
+static void round_at(struct uroce_ctx *c, uint64_t now, bool tx)
 {
-	uint64_t now = mono_ns();
-
 	bool more = do_rx(c, c->v2, now);
 
 	c->rx_more = do_rx(c, c->v1, now) || more;
 	uroce_eng_advance(c->eng, now);
-	do_tx(c, now);
+	if (tx)
+		do_tx(c, now);
 	drain_events(c);
 	if (now - c->stats_at > STATS_PERIOD) {
 		c->stats_at = now;
 		stats_flush(c);
 	}
+}
+
+void uroce_ctx_progress(struct uroce_ctx *c)
+{
+	round_at(c, mono_ns(), true);
+}
+
+/*
+ * A thread that busy-polls comes back within microseconds, again and again; one that drains
+ * its CQ before sleeping on a completion channel polls empty once or twice. Only a streak of
+ * POLL_STREAK empty polls, each within POLL_GAP_NS of the last, takes the sockets.
+ */
+#define POLL_STREAK 8
+#define POLL_GAP_NS 100000ull
+
+void uroce_ctx_poll_progress(struct uroce_ctx *c)
+{
+	uint64_t now = mono_ns();
+
+	/* While the application holds the lease, what this round makes to send (the ACK of what
+	 * it receives, above all) waits for its next call: it goes out after the application has
+	 * seen its completions, with what it posts next (uroce_ctx_post_tx: one system call, off
+	 * the round trip), or at its next empty poll (uroce_ctx_poll_idle), or when the progress
+	 * thread takes the sockets back (at most UROCE_CTX_POLL_LEASE_NS). */
+	round_at(c, now, !(c->app_polled && now - c->app_polled < UROCE_CTX_POLL_LEASE_NS));
+	if (now - c->last_poll < POLL_GAP_NS) {
+		if (c->poll_streak < POLL_STREAK)
+			c->poll_streak++;
+	} else {
+		c->poll_streak = 0;
+	}
+	c->last_poll = now;
+	if (c->poll_streak >= POLL_STREAK)
+		c->app_polled = now;
+}
+
+void uroce_ctx_poll_idle(struct uroce_ctx *c)
+{
+	do_tx(c, mono_ns());
+	drain_events(c);
+}
+
+bool uroce_ctx_app_sleeps(struct uroce_ctx *c)
+{
+	bool leased = c->app_polled != 0;
+
+	uroce_ctx_poll_idle(c); /* what the lease held back */
+	c->app_polled = 0;
+	c->poll_streak = 0;
+	return leased;
+}
+
+bool uroce_ctx_post_tx(struct uroce_ctx *c)
+{
+	do_tx(c, mono_ns());
+	drain_events(c);
+	return uroce_eng_tx_pending(c->eng) ||
+	       (c->sleep_until && uroce_eng_next_deadline(c->eng) < c->sleep_until);
+}
+
+/* How long the progress thread may sleep (ms) and whether it watches the sockets. Lock held. */
+static int plan_sleep(struct uroce_ctx *c, bool *sockets)
+{
+	uint64_t now = mono_ns(), dl = uroce_eng_next_deadline(c->eng), until;
+
+	*sockets = true;
+	if (c->busy_poll || uroce_eng_tx_pending(c->eng) || c->rx_more)
+		return 0;
+	until = dl == UROCE_NEVER ? now + 1000000000ull : dl; /* the counters, now and then */
+	if (c->app_polled && now - c->app_polled < UROCE_CTX_POLL_LEASE_NS) {
+		/* An application thread polls: the sockets are its until the lease ends. */
+		*sockets = false;
+		if (until > c->app_polled + UROCE_CTX_POLL_LEASE_NS)
+			until = c->app_polled + UROCE_CTX_POLL_LEASE_NS;
+	}
+	if (until > now + 1000000000ull)
+		until = now + 1000000000ull;
+	if (until <= now)
+		return 0;
+	c->sleep_until = until;
+	return (int)((until - now + 999999) / 1000000);
 }
 
 static void *progress_main(void *arg)
@@ -347,31 +447,18 @@ static void *progress_main(void *arg)
 
 	while (!atomic_load(&c->stop)) {
 		int n = 0, timeout;
-
-		pfd[n++] = (struct pollfd){ .fd = c->kick_fd, .events = POLLIN };
-		if (c->v2)
-			pfd[n++] = (struct pollfd){ .fd = uroce_backend_fd(c->v2), .events = POLLIN };
-		if (c->v1)
-			pfd[n++] = (struct pollfd){ .fd = uroce_backend_fd(c->v1), .events = POLLIN };
-		if (c->watch_fd >= 0)
-			pfd[n++] = (struct pollfd){ .fd = c->watch_fd, .events = POLLIN };
+		bool sockets;
 
 		pthread_mutex_lock(&c->lock);
-		uint64_t dl = uroce_eng_next_deadline(c->eng);
-		bool pending = uroce_eng_tx_pending(c->eng) || c->rx_more;
-
+		timeout = plan_sleep(c, &sockets);
 		pthread_mutex_unlock(&c->lock);
-		if (c->busy_poll || pending) {
-			timeout = 0;
-		} else if (dl == UROCE_NEVER) {
-			timeout = 1000; /* wake now and then for the counters */
-		} else {
-			uint64_t now = mono_ns();
-
-			timeout = dl <= now ? 0 : (int)((dl - now + 999999) / 1000000);
-			if (timeout > 1000)
-				timeout = 1000;
-		}
+		pfd[n++] = (struct pollfd){ .fd = c->kick_fd, .events = POLLIN };
+		if (c->watch_fd >= 0)
+			pfd[n++] = (struct pollfd){ .fd = c->watch_fd, .events = POLLIN };
+		if (c->v2 && sockets)
+			pfd[n++] = (struct pollfd){ .fd = uroce_backend_fd(c->v2), .events = POLLIN };
+		if (c->v1 && sockets)
+			pfd[n++] = (struct pollfd){ .fd = uroce_backend_fd(c->v1), .events = POLLIN };
 		if (poll(pfd, (nfds_t)n, timeout) < 0 && errno != EINTR)
 			break;
 		if (pfd[0].revents & POLLIN) {
@@ -381,6 +468,7 @@ static void *progress_main(void *arg)
 				break;
 		}
 		pthread_mutex_lock(&c->lock);
+		c->sleep_until = 0;
 		if (c->watch_fd >= 0 && uroce_netif_watch_drain(c->watch_fd) > 0) {
 			refresh(c);
 			rebind_v2(c);

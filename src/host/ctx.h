@@ -11,9 +11,18 @@
  *   for each round (receive burst, timers, transmit burst) and sends while holding it, because the
  *   engine's transmit descriptors point into QP state and bounce buffers that the next engine
  *   call may change.
- * - After posting, the application calls uroce_ctx_kick(): an eventfd wakes the progress thread.
+ * - After posting, the application sends in its own thread what the engine has to send
+ *   (uroce_ctx_post_tx, as a NIC's doorbell starts the send at once), and wakes the progress
+ *   thread through an eventfd (uroce_ctx_kick) only when that thread must plan again: work left
+ *   to send, or a timer due before the time it sleeps until. No wake-up per post.
  * - The progress thread sleeps in poll() on the backend fds, the kick eventfd and the interface
  *   watch, with the engine's next deadline as the timeout (CLOCK_MONOTONIC, ns).
+ * - While an application thread busy-polls a CQ (ibv_poll_cq on an empty CQ runs a progress
+ *   round in that thread: uroce_ctx_poll_progress), the progress thread leaves the sockets to it
+ *   and sleeps on timers only, so that the two do not race for every packet and the lock (on a
+ *   small machine, a progress thread woken per packet preempts the spinning application).
+ *   It takes the sockets back UROCE_CTX_POLL_LEASE_NS after the last such round, or at once when
+ *   the application arms a completion channel to sleep (uroce_ctx_app_sleeps).
  * - Busy-poll mode (UROCE_BUSY_POLL=1): the progress thread does not sleep, for latency.
  * - Engine events (completion notifications, async errors) are handed to the callback given at
  *   open, from the progress thread or from the thread that made the engine call, with the lock
@@ -60,8 +69,34 @@ void uroce_ctx_lock(struct uroce_ctx *c);
 void uroce_ctx_unlock(struct uroce_ctx *c);
 /* Wake the progress thread (after posting work). Lock not needed. */
 void uroce_ctx_kick(struct uroce_ctx *c);
-/* Run one progress round in the caller's thread (busy polling from ibv_poll_cq). Lock held. */
+/* Run one progress round in the caller's thread. Lock held. */
 void uroce_ctx_progress(struct uroce_ctx *c);
+
+#define UROCE_CTX_POLL_LEASE_NS 2000000ull /* 2 ms */
+
+/*
+ * A progress round for an application thread polling an empty CQ (ibv_poll_cq): as
+ * uroce_ctx_progress, and once the thread is seen polling in a loop, the progress thread leaves
+ * the sockets to it for UROCE_CTX_POLL_LEASE_NS, and the round's packets to send wait for its
+ * next call (the ACKs of what it receives go out after it has seen the completions). When the
+ * CQ is still empty after the round, call uroce_ctx_poll_idle(), which sends them. Lock held.
+ */
+void uroce_ctx_poll_progress(struct uroce_ctx *c);
+void uroce_ctx_poll_idle(struct uroce_ctx *c);
+
+/*
+ * The application is about to sleep on a completion channel (ibv_req_notify_cq): what waits is
+ * sent, and the progress thread takes the sockets back now. Lock held; returns whether to uroce_ctx_kick() after
+ * unlocking.
+ */
+bool uroce_ctx_app_sleeps(struct uroce_ctx *c);
+
+/*
+ * After posting work (lock held): send what the engine has to send now, in the caller's thread.
+ * Returns whether the progress thread must be woken (uroce_ctx_kick() after unlocking): packets
+ * are left to send, or the engine's next deadline comes before the time it sleeps until.
+ */
+bool uroce_ctx_post_tx(struct uroce_ctx *c);
 
 /* The engine; call it only with the lock held. */
 struct uroce_eng *uroce_ctx_eng(struct uroce_ctx *c);
