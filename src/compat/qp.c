@@ -181,6 +181,7 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 	if (err)
 		return -err;
 	uroce_ctx_lock(uc);
+	uroce_ctx_poll_idle(uc); /* ACKs a busy poller's round held back leave first */
 	err = uroce_qp_modify(qp->eqp, &u, (unsigned)attr_mask);
 	if (!err)
 		ibqp->state = (enum ibv_qp_state)uroce_qp_state(qp->eqp);
@@ -249,6 +250,7 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 	int err;
 
 	uroce_ctx_lock(ctx->uc);
+	uroce_ctx_poll_idle(ctx->uc); /* ACKs a busy poller's round held back leave first */
 	uroce_compat_drain_events(ctx); /* no engine event may name the QP afterwards */
 	err = uroce_qp_destroy(qp->eqp);
 	if (!err)
