@@ -41,9 +41,9 @@
  * Sharing (share.h): uroce_udp_open_shared() makes each socket a member of its address's
  * SO_REUSEPORT group, whose steering program hands every datagram straight to the socket of the
  * process owning the destination QP. The group's watch fd sits in our epoll set; rx_burst looks
- * at it when a burst comes back empty (that is when a wake-up had another cause), at most every
- * SHARE_CHECK_NS (an application busy-polling its CQ makes empty bursts all the time), and at
- * least every SHARE_CHECK_EVERY bursts, so a busy data path pays one epoll_wait per that many.
+ * at it every SHARE_CHECK_EVERY bursts, empty or not, so a busy data path (or an application
+ * busy-polling its CQ, which makes empty bursts all the time) pays one check per that many, and
+ * a progress thread woken by the watch fd alone finds it within that many quick rounds.
  * With several sockets, an empty burst costs one epoll_wait rather than a recvmmsg on each.
  *
  * Not done: sending a non-zero IPv6 flow label (rxe sends 0; the ICRC masks it).
@@ -59,7 +59,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "host/backend.h"
@@ -81,7 +80,6 @@
 #endif
 
 #define SHARE_CHECK_EVERY 64
-#define SHARE_CHECK_NS	  200000ull /* 200 us */
 /* Receive buffer per socket (what the kernel accounts: payload plus skb overhead). */
 #define UROCE_UDP_RCVBUF (32 << 20)
 #define TX_CTL_LEN (2 * CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(uint16_t)))
@@ -127,7 +125,6 @@ struct udp_be {
 	bool want_gro; /* GRO allowed (cfg); on per socket while the group has one member */
 	bool gso_once_off; /* the next send goes one datagram per packet (a GSO send failed) */
 	int rx_rr; /* socket to read first, round robin */
-	uint64_t share_checked; /* when the groups were last checked (ns) */
 	const struct uroce_share_cfg *share; /* during open only */
 	unsigned share_tick;
 	/* transmit scratch, batch entries each */
@@ -788,14 +785,6 @@ static int split_rx(struct udp_be *b, struct uroce_rx_desc *out, int n)
 	return got;
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * Which sockets have datagrams: with one socket, assume it has (recvmmsg tells); with several,
  * one epoll_wait instead of an empty recvmmsg on each (a busy-polling application asks many
@@ -870,15 +859,9 @@ static int udp_rx(struct uroce_backend *bb, struct uroce_rx_desc *out, int n)
 	b->rnext = 0;
 	b->roff = 0;
 	b->rx_rr = (b->rx_rr + 1) % b->ns;
-	/* Group changes (a member died, joined, left): never per packet, and when nothing came (a
-	 * wake-up had another cause, or an application polls in a loop) at most every
-	 * SHARE_CHECK_NS. */
-	uint64_t now = slot0 == 0 ? mono_ns() : 0;
-
-	if ((slot0 == 0 && now - b->share_checked >= SHARE_CHECK_NS) ||
-	    ++b->share_tick >= SHARE_CHECK_EVERY) {
+	/* Group changes (a member died, joined, left): never per burst. */
+	if (++b->share_tick >= SHARE_CHECK_EVERY) {
 		b->share_tick = 0;
-		b->share_checked = now ? now : mono_ns();
 		for (int i = 0; i < b->ns; i++) {
 			if (!b->s[i].share)
 				continue;
