@@ -53,7 +53,6 @@ struct uroce_ctx {
 	uint64_t app_polled;
 	uint64_t last_poll; /* the last empty poll's time, and how many came in a row */
 	unsigned poll_streak;
-	bool tx_deferred; /* the last poll round did not transmit (uroce_ctx_poll_progress) */
 	uroce_ctx_event_fn on_event;
 	void *arg;
 
@@ -207,7 +206,6 @@ static void send_all(struct uroce_backend *b, struct uroce_tx_desc *d, int n)
 
 static void do_tx(struct uroce_ctx *c, uint64_t now)
 {
-	c->tx_deferred = false;
 	for (int round = 0; round < 64; round++) {
 		int n = uroce_eng_tx(c->eng, now, c->txp, CTX_BURST), n1 = 0, n2 = 0;
 
@@ -383,11 +381,12 @@ void uroce_ctx_poll_progress(struct uroce_ctx *c)
 	 * seen its completions, with what it posts next (uroce_ctx_post_tx: one system call, off
 	 * the round trip), or at its next empty poll (uroce_ctx_poll_idle), or when the progress
 	 * thread takes the sockets back (at most UROCE_CTX_POLL_LEASE_NS). */
+	/* For one round at most (a poller that only receives): what is still pending now was
+	 * held back by the last round, since every other path sends what it makes. */
 	bool defer = c->app_polled && now - c->app_polled < UROCE_CTX_POLL_LEASE_NS &&
-		     !c->tx_deferred; /* for one round at most: a poller that only receives */
+		     !uroce_eng_tx_pending(c->eng);
 
 	round_at(c, now, !defer);
-	c->tx_deferred = defer;
 	if (now - c->last_poll < POLL_GAP_NS) {
 		if (c->poll_streak < POLL_STREAK)
 			c->poll_streak++;
@@ -417,8 +416,7 @@ bool uroce_ctx_app_sleeps(struct uroce_ctx *c)
 
 bool uroce_ctx_post_tx(struct uroce_ctx *c)
 {
-	do_tx(c, mono_ns());
-	drain_events(c);
+	uroce_ctx_poll_idle(c);
 	return uroce_eng_tx_pending(c->eng) ||
 	       (c->sleep_until && uroce_eng_next_deadline(c->eng) < c->sleep_until);
 }
