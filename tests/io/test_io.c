@@ -293,6 +293,31 @@ static void on_collect(const struct uroce_rx_desc *d, void *ctx)
 	CHECK_BAIL();
 }
 
+/*
+ * Send d[0..n) from a (3 s at most), recording in ids[] the IPv4 ID each packet left with (packets
+ * of one length back to back may leave as one GSO send: IDs 0, 1, ...). With c, packets are
+ * received on b as they go, so that its receive buffer never overflows.
+ */
+static void send_burst(struct uroce_backend *a, const struct uroce_tx_desc *d, int n,
+		       uint16_t *ids, struct uroce_backend *b, struct collect *c, const char *what)
+{
+	uint64_t deadline = mono_ms() + 3000;
+	int done = 0;
+
+	while (done < n && mono_ms() < deadline) {
+		int r = uroce_backend_tx(a, d + done, n - done);
+
+		CHECKF(r >= 0, "%s: tx_burst: %s", what, strerror(-r));
+		if (r < 0)
+			break;
+		memcpy(ids + done, uroce_backend_base(a)->tx_ip_id, (size_t)r * sizeof(ids[0]));
+		done += r;
+		if (c)
+			rx_until(b, -1, on_collect, c, 0, NULL);
+	}
+	CHECKF(done == n, "%s: sent %d of %d", what, done, n);
+}
+
 /* Send one packet of every opcode from a to b over path and check each on arrival. */
 static void every_opcode(struct uroce_backend *a, struct uroce_backend *b,
 			 const struct uroce_path *path, int want_hop, const char *what)
@@ -318,7 +343,6 @@ static void every_opcode(struct uroce_backend *a, struct uroce_backend *b,
 	n++;
 
 	static uint16_t ids[256];
-	int done = 0;
 	struct collect c = {sent,
 			    n,
 			    0,
@@ -331,21 +355,7 @@ static void every_opcode(struct uroce_backend *a, struct uroce_backend *b,
 			    path->traffic_class,
 			    0,
 			    ids};
-	uint64_t deadline = mono_ms() + 3000;
-
-	while (done < n && mono_ms() < deadline) {
-		int r = uroce_backend_tx(a, d + done, n - done);
-
-		CHECKF(r >= 0, "%s: tx_burst: %s", what, strerror(-r));
-		if (r < 0)
-			break;
-		/* Packets of one length back to back may leave as one GSO send (IDs 0, 1, ...). */
-		memcpy(ids + done, uroce_backend_base(a)->tx_ip_id, (size_t)r * sizeof(ids[0]));
-		done += r;
-		/* Drain as we go so that the receive buffer never overflows. */
-		rx_until(b, -1, on_collect, &c, 0, NULL);
-	}
-	CHECKF(done == n, "%s: sent %d of %d", what, done, n);
+	send_burst(a, d, n, ids, b, &c, what);
 	rx_until(b, n - c.idx, on_collect, &c, 3000, NULL);
 	CHECKF(c.idx == n, "%s: received %d of %d", what, c.idx, n);
 	CHECKF(c.ce == ((path->traffic_class & 3) == 3 ? n : 0), "%s: %d ECN CE marks", what, c.ce);
@@ -379,19 +389,7 @@ static void gso_burst(struct uroce_backend *a, struct uroce_backend *b,
 	struct collect c = {sent, N, 0, path->encap, path->sgid, path->dgid,
 			    a->fixed_sport ? a->fixed_sport : path->sport, b->port, -1,
 			    path->traffic_class, 0, ids};
-	uint64_t deadline = mono_ms() + 3000;
-	int done = 0;
-
-	while (done < N && mono_ms() < deadline) {
-		int r = uroce_backend_tx(a, d + done, N - done);
-
-		CHECKF(r >= 0, "%s: tx_burst: %s", what, strerror(-r));
-		if (r < 0)
-			break;
-		memcpy(ids + done, uroce_backend_base(a)->tx_ip_id, (size_t)r * sizeof(ids[0]));
-		done += r;
-	}
-	CHECKF(done == N, "%s: sent %d of %d", what, done, N);
+	send_burst(a, d, N, ids, NULL, NULL, what);
 	uint64_t sends = uroce_backend_counter(a, UROCE_IO_TX_GSO) - gso0;
 
 	/* One send per run: IDs 0..49 in each (IPv6: no ID, 0). */
