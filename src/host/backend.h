@@ -164,6 +164,9 @@ struct uroce_backend_ops {
 	/*
 	 * Receive up to n packets without blocking: ICRC verified, dropped ones counted. Returns
 	 * how many descriptors were filled (0 when nothing is pending), or a negative errno.
+	 * Fewer than n only when the backend holds nothing more that it already took from the
+	 * kernel (the rest of a GRO datagram): callers then sleep on fd(), which is not readable
+	 * for such packets.
 	 */
 	int (*rx_burst)(struct uroce_backend *b, struct uroce_rx_desc *out, int n);
 	/* A file descriptor that poll() reports readable when rx_burst has work. */

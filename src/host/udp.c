@@ -814,14 +814,16 @@ static int udp_rx(struct uroce_backend *bb, struct uroce_rx_desc *out, int n)
 	/* Packets of datagrams already received come first; the ring must stay as it is. */
 	if (b->rnext < b->rcount)
 		return split_rx(b, out, n);
-	if (n > b->batch)
-		n = b->batch;
+	/* At most a batch of datagrams per call; n still bounds the packets handed out (a GRO
+	 * datagram holds up to 64), and returning fewer than n must mean nothing is held back:
+	 * callers stop asking then, and sleep on the sockets, which are no longer readable. */
+	int slots = n < b->batch ? n : b->batch;
 	unsigned ready = rx_ready(b);
 
-	for (int k = 0; k < b->ns && slot0 < n; k++) {
+	for (int k = 0; k < b->ns && slot0 < slots; k++) {
 		int si = (b->rx_rr + k) % b->ns;
 		const struct udp_sock *s = &b->s[si];
-		int cnt = n - slot0;
+		int cnt = slots - slot0;
 
 		if (!(ready & (1u << si)))
 			continue;
