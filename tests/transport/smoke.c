@@ -18,6 +18,7 @@ struct node {
 
 static uint64_t now;
 static int rx_drops;
+static enum uroce_mtu path_mtu = UROCE_MTU_1024; /* what connect() sets */
 
 /* Move every pending packet from a to b; returns how many moved. */
 static int pump(struct node *a, struct node *b)
@@ -110,7 +111,7 @@ static void connect(struct uroce_qp *qp, struct node *peer, uint32_t peer_qpn, b
 			      UROCE_QP_STATE | UROCE_QP_PKEY_INDEX | UROCE_QP_PORT |
 				      UROCE_QP_ACCESS_FLAGS) == 0);
 	a.qp_state = UROCE_QPS_RTR;
-	a.path_mtu = UROCE_MTU_1024;
+	a.path_mtu = path_mtu;
 	a.dest_qp_num = peer_qpn;
 	a.rq_psn = 0xFFFFF0; /* wraps during the test */
 	a.max_dest_rd_atomic = 4;
@@ -320,8 +321,59 @@ static void ud(void)
 	uroce_eng_destroy(b.e);
 }
 
+/*
+ * Two QPs each with a 512 KiB RDMA WRITE to send: one transmit call gives each QP turns of
+ * `turn` packets (what one UDP GSO send can carry), alternating.
+ */
+static void turns(enum uroce_mtu mtu, int turn)
+{
+	struct node a, b;
+	struct uroce_mr *amr, *bmr;
+	struct uroce_qp *qa[2], *qb[2];
+	unsigned acc = UROCE_ACCESS_LOCAL_WRITE | UROCE_ACCESS_REMOTE_WRITE;
+	static struct uroce_tx_pkt tx[256];
+
+	path_mtu = mtu;
+	node_init(&a, 1);
+	node_init(&b, 2);
+	CHECK(uroce_mr_reg(a.pd, abuf, sizeof(abuf), (uintptr_t)abuf, acc, &amr) == 0);
+	CHECK(uroce_mr_reg(b.pd, bbuf, sizeof(bbuf), 0x10000, acc, &bmr) == 0);
+	for (int i = 0; i < 2; i++) {
+		qa[i] = qp_make(&a, UROCE_QPT_RC);
+		qb[i] = qp_make(&b, UROCE_QPT_RC);
+		connect(qa[i], &b, uroce_qp_num(qb[i]), true);
+		connect(qb[i], &a, uroce_qp_num(qa[i]), true);
+
+		struct uroce_sge ss = {.addr = (uintptr_t)abuf, .length = 512 << 10,
+				       .lkey = uroce_mr_lkey(amr)};
+		struct uroce_send_wr swr = {.wr_id = 1, .sg_list = &ss, .num_sge = 1,
+					    .opcode = UROCE_WR_RDMA_WRITE,
+					    .send_flags = UROCE_SEND_SIGNALED},
+				     *sbad;
+
+		swr.wr.rdma.remote_addr = 0x10000;
+		swr.wr.rdma.rkey = uroce_mr_rkey(bmr);
+		CHECK(uroce_post_send(qa[i], &swr, &sbad) == 0);
+	}
+	int n = uroce_eng_tx(a.e, now, tx, 256);
+
+	CHECKF(n == 256, "%d packets", n);
+	for (int i = 0; i < n && i < 8 * turn; i++) {
+		uint32_t want = uroce_qp_num(qb[(i / turn) % 2]);
+
+		CHECKF(tx[i].dst_qpn == want, "MTU code %d: packet %d to QP %u, want %u (turns of %d)",
+		       (int)mtu, i, tx[i].dst_qpn, want, turn);
+		CHECK_BAIL();
+	}
+	uroce_eng_destroy(a.e);
+	uroce_eng_destroy(b.e);
+	path_mtu = UROCE_MTU_1024;
+}
+
 int main(void)
 {
+	turns(UROCE_MTU_1024, 60);
+	turns(UROCE_MTU_4096, 15);
 	connected(UROCE_QPT_RC);
 	connected(UROCE_QPT_UC);
 	CHECK(rx_drops == 0);
