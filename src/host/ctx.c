@@ -285,35 +285,38 @@ static void version_drop(struct uroce_ctx *c, struct uroce_backend *b, const str
 		c->def.name, from, (unsigned long long)c->version_reqs, (unsigned long long)n);
 }
 
+/* Receive one burst from b into the engine; returns how many packets came (<= 0: none). */
+static int rx_burst(struct uroce_ctx *c, struct uroce_backend *b, uint64_t now)
+{
+	int n = uroce_backend_rx(b, c->rxd, CTX_BURST);
+
+	for (int i = 0; i < n; i++) {
+		struct uroce_rx_pkt *p = &c->rxd[i].pkt;
+		int idx = gid_index(c, p->dgid, p->encap);
+
+		if (idx < 0) {
+			/* Not an address (or RoCE version) of this device, like rxe's
+			 * rxe_match_dgid. */
+			if (p->encap != UROCE_ENCAP_V1 && !(c->def.roce & UROCE_ROCE_V2))
+				version_drop(c, b, p);
+			else
+				b->cnt[UROCE_IO_RX_DROP_NOT_FOR_US]++;
+			continue;
+		}
+		p->sgid_index = (uint8_t)idx;
+		uroce_eng_rx(c->eng, now, p);
+	}
+	return n;
+}
+
 /* Receive and process up to 16 bursts; returns whether more may be waiting. */
 static bool do_rx(struct uroce_ctx *c, struct uroce_backend *b, uint64_t now)
 {
 	if (!b)
 		return false;
-	for (int round = 0; round < 16; round++) {
-		int n = uroce_backend_rx(b, c->rxd, CTX_BURST);
-
-		if (n <= 0)
+	for (int round = 0; round < 16; round++)
+		if (rx_burst(c, b, now) < CTX_BURST)
 			return false;
-		for (int i = 0; i < n; i++) {
-			struct uroce_rx_pkt *p = &c->rxd[i].pkt;
-			int idx = gid_index(c, p->dgid, p->encap);
-
-			if (idx < 0) {
-				/* Not an address (or RoCE version) of this device, like rxe's
-				 * rxe_match_dgid. */
-				if (p->encap != UROCE_ENCAP_V1 && !(c->def.roce & UROCE_ROCE_V2))
-					version_drop(c, b, p);
-				else
-					b->cnt[UROCE_IO_RX_DROP_NOT_FOR_US]++;
-				continue;
-			}
-			p->sgid_index = (uint8_t)idx;
-			uroce_eng_rx(c->eng, now, p);
-		}
-		if (n < CTX_BURST)
-			return false;
-	}
 	/* A backend may hold packets it already took from the kernel (the rest of a GRO
 	 * datagram): the sockets need not be readable for them, so the next round must not wait. */
 	return true;
@@ -592,9 +595,10 @@ static int open_v2(struct uroce_ctx *c, struct uroce_backend **out, uint8_t boun
 /*
  * The interface's addresses changed: when the set the sockets can bind differs from the bound
  * one, the sockets are opened again on the new set. The old ones close first, since this process
- * may hold each (address, port) in its sharing group only once; packets in the gap are lost and
- * retransmitted. A tentative IPv6 address becomes bindable when duplicate address detection ends,
- * which the interface watch reports too.
+ * may hold each (address, port) in its sharing group only once; what they hold is received
+ * first, and only packets arriving in the gap are lost and retransmitted. A tentative IPv6
+ * address becomes bindable when duplicate address detection ends, which the interface watch
+ * reports too.
  */
 static void rebind_v2(struct uroce_ctx *c)
 {
@@ -604,8 +608,15 @@ static void rebind_v2(struct uroce_ctx *c)
 	n = bindable_addrs(c, now);
 	if (n == c->nbound && memcmp(now, c->bound, (size_t)n * 16) == 0)
 		return;
-	if (c->v2)
+	if (c->v2) {
+		/* What the old sockets hold goes to the engine first (bounded: a peer may keep
+		 * sending): a window of packets lost here costs the peer an ACK timeout. */
+		uint64_t t = mono_ns();
+
+		for (int i = 0; i < 64 && rx_burst(c, c->v2, t) > 0; i++)
+			;
 		uroce_backend_close(c->v2);
+	}
 	c->v2 = NULL;
 	if (open_v2(c, &c->v2, c->bound, &c->nbound, (c->def.roce & UROCE_ROCE_V2) != 0) &&
 	    (c->def.roce & UROCE_ROCE_V2))
