@@ -555,18 +555,24 @@ static bool env_off(const char *name)
 	return v && strcmp(v, "0") == 0;
 }
 
+/* The RoCE v2 backend's configuration: the addresses bindable now, the environment's options. */
+static void v2_cfg(struct uroce_ctx *c, struct uroce_backend_cfg *cfg, char *err, size_t errlen)
+{
+	*cfg = (struct uroce_backend_cfg){ .ifname = c->def.netdev, .err = err, .errlen = errlen };
+	cfg->port = uroce_udp_port_env();
+	cfg->no_gso = env_off("UROCE_GSO");
+	cfg->no_gro = env_off("UROCE_GRO");
+	cfg->n_addrs = bindable_addrs(c, cfg->addrs);
+}
+
 static int open_v2(struct uroce_ctx *c, struct uroce_backend **out, uint8_t bound[][16],
 		   int *nbound, bool loud)
 {
 	char err[256] = "";
-	struct uroce_backend_cfg cfg = { .ifname = c->def.netdev, .err = err,
-					 .errlen = sizeof(err) };
+	struct uroce_backend_cfg cfg;
 	int rc;
 
-	cfg.port = uroce_udp_port_env();
-	cfg.no_gso = env_off("UROCE_GSO");
-	cfg.no_gro = env_off("UROCE_GRO");
-	cfg.n_addrs = bindable_addrs(c, cfg.addrs);
+	v2_cfg(c, &cfg, err, sizeof(err));
 	*nbound = cfg.n_addrs;
 	memcpy(bound, cfg.addrs, sizeof(cfg.addrs));
 	*out = NULL;
@@ -594,23 +600,27 @@ static int open_v2(struct uroce_ctx *c, struct uroce_backend **out, uint8_t boun
 
 /*
  * The interface's addresses changed: when the set the sockets can bind differs from the bound
- * one, the sockets are opened again on the new set. The old ones close first, since this process
- * may hold each (address, port) in its sharing group only once; what they hold is received
- * first, and only packets arriving in the gap are lost and retransmitted. A tentative IPv6
- * address becomes bindable when duplicate address detection ends, which the interface watch
- * reports too.
+ * one, the backend keeps the sockets of the addresses still there (with what they hold: a
+ * window of packets lost here would cost the peer an ACK timeout), closes the others and opens
+ * the new ones. A tentative IPv6 address becomes bindable when duplicate address detection ends,
+ * which the interface watch reports too. Without a backend, or when that fails, every socket is
+ * opened again: the old ones close first, since this process may hold each (address, port) in
+ * its sharing group only once, and what they hold is received first.
  */
 static void rebind_v2(struct uroce_ctx *c)
 {
-	uint8_t now[UROCE_BACKEND_MAX_ADDRS][16];
-	int n;
+	char err[256] = "";
+	struct uroce_backend_cfg cfg;
 
-	n = bindable_addrs(c, now);
-	if (n == c->nbound && memcmp(now, c->bound, (size_t)n * 16) == 0)
+	v2_cfg(c, &cfg, err, sizeof(err));
+	if (cfg.n_addrs == c->nbound && memcmp(cfg.addrs, c->bound, (size_t)cfg.n_addrs * 16) == 0)
 		return;
+	if (c->v2 && cfg.n_addrs && uroce_udp_rebind(c->v2, &cfg, &c->share) == 0) {
+		c->nbound = cfg.n_addrs;
+		memcpy(c->bound, cfg.addrs, sizeof(cfg.addrs));
+		return;
+	}
 	if (c->v2) {
-		/* What the old sockets hold goes to the engine first (bounded: a peer may keep
-		 * sending): a window of packets lost here costs the peer an ACK timeout. */
 		uint64_t t = mono_ns();
 
 		for (int i = 0; i < 64 && rx_burst(c, c->v2, t) > 0; i++)

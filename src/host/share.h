@@ -287,6 +287,18 @@ int uroce_share_read(const char *path, uint64_t *gen, struct uroce_share_member 
 int uroce_udp_open_shared(const struct uroce_backend_cfg *cfg, const struct uroce_share_cfg *share,
 			  struct uroce_backend **out);
 /*
+ * The interface's addresses changed: make b (opened by uroce_udp_open_shared or
+ * uroce_udp_ops.open, wrappers allowed) bound to cfg->addrs exactly. The sockets of addresses
+ * still there are kept, with what they hold (the kernel's queue, the rest of a GRO datagram);
+ * those of addresses gone are closed; new addresses get sockets opened as by open (share may be
+ * NULL: bound alone). Returns 0; -EINVAL when b is not of that kind or cfg->n_addrs is out of
+ * 1..UROCE_BACKEND_MAX_ADDRS (nothing changed); or the error of an address that could not be
+ * bound, with cfg->err set (the sockets bound before it stay).
+ */
+int uroce_udp_rebind(struct uroce_backend *b, const struct uroce_backend_cfg *cfg,
+		     const struct uroce_share_cfg *share);
+
+/*
  * The RoCE v1 AF_PACKET backend listed in its interface's v1 membership file, its filter
  * following the file (uroce_packet_ops.open filters by cfg's QPN range and takes every QP1
  * frame). Implemented in packet.c. Without a usable file it behaves as uroce_packet_ops.open.

@@ -450,6 +450,65 @@ int uroce_udp_share_gsi(struct uroce_backend *bb, const struct uroce_share_cfg *
 	return r;
 }
 
+static bool in_cfg(const struct uroce_backend_cfg *cfg, const uint8_t *gid)
+{
+	for (int k = 0; k < cfg->n_addrs; k++)
+		if (memcmp(cfg->addrs[k], gid, 16) == 0)
+			return true;
+	return false;
+}
+
+/* Close socket i and move the last one into its place (its epoll index follows). */
+static void drop_sock(struct udp_be *b, int i)
+{
+	struct udp_sock *s = &b->s[i];
+
+	epoll_ctl(b->epfd, EPOLL_CTL_DEL, s->fd, NULL);
+	if (s->share) {
+		epoll_ctl(b->epfd, EPOLL_CTL_DEL, uroce_share_fd(s->share), NULL);
+		uroce_share_leave(s->share, s->fd); /* closes the fd */
+	} else {
+		close(s->fd);
+	}
+	if (i != --b->ns) {
+		struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
+
+		*s = b->s[b->ns];
+		epoll_ctl(b->epfd, EPOLL_CTL_MOD, s->fd, &ev);
+		if (s->share)
+			epoll_ctl(b->epfd, EPOLL_CTL_MOD, uroce_share_fd(s->share), &ev);
+	}
+	b->rx_rr = 0;
+}
+
+int uroce_udp_rebind(struct uroce_backend *bb, const struct uroce_backend_cfg *cfg,
+		     const struct uroce_share_cfg *share)
+{
+	struct udp_be *b = (struct udp_be *)uroce_backend_base(bb);
+	int r = 0;
+
+	if (!b || b->b.ops != &uroce_udp_ops || cfg->n_addrs < 1 ||
+	    cfg->n_addrs > UROCE_BACKEND_MAX_ADDRS)
+		return -EINVAL;
+	for (int i = 0; i < b->ns;) {
+		if (in_cfg(cfg, b->s[i].gid))
+			i++;
+		else
+			drop_sock(b, i);
+	}
+	b->share = share;
+	for (int k = 0; k < cfg->n_addrs && r == 0; k++) {
+		bool have = false;
+
+		for (int i = 0; i < b->ns; i++)
+			have = have || memcmp(b->s[i].gid, cfg->addrs[k], 16) == 0;
+		if (!have)
+			r = open_sock(b, cfg, cfg->addrs[k]);
+	}
+	b->share = NULL;
+	return r;
+}
+
 static int udp_fd(const struct uroce_backend *bb)
 {
 	return ((const struct udp_be *)bb)->epfd;

@@ -35,6 +35,7 @@
 #include "host/backend.h"
 #include "host/neigh.h"
 #include "host/pcap.h"
+#include "host/share.h"
 #include "wire/bytes.h"
 #include "wire/icrc.h"
 #include "wire/packet.h"
@@ -599,6 +600,81 @@ static void gro_bad(struct uroce_backend *b, const uint8_t *a4, const uint8_t *b
 	       "1 malformed\n", cc.n);
 }
 
+/* Send n RDMA WRITE MIDDLEs of 256 bytes from a over path (PSNs from psn). */
+static void send_n(struct uroce_backend *a, const struct uroce_path *path, int n, uint32_t psn,
+		   const char *what)
+{
+	static struct sent s[64];
+	static struct uroce_tx_desc d[64];
+	static uint16_t ids[64];
+
+	for (int i = 0; i < n && i < 64; i++) {
+		make_pkt(&s[i], UROCE_OP_RC_WRITE_MIDDLE, psn + (uint32_t)i, 256);
+		d[i] = (struct uroce_tx_desc){&s[i].pkt, path, 0};
+	}
+	send_burst(a, d, n, ids, NULL, NULL, what);
+}
+
+/*
+ * b's addresses change (uroce_udp_rebind): what its kept socket already holds is still
+ * received; a new address receives; a socket moved in the array (its address's neighbour gone)
+ * still wakes the backend's fd.
+ */
+static void rebind_keeps(struct uroce_backend *a, struct uroce_backend *b, const uint8_t *a4,
+			 const uint8_t *b4, uint16_t port)
+{
+	struct uroce_backend_cfg cfg;
+	char err[256] = "";
+	uint8_t c4[16];
+	struct uroce_path to_b = {.encap = UROCE_ENCAP_V2_IPV4}, to_c;
+	struct count_ctx cc;
+
+	gid4(c4, "127.0.0.3");
+	memcpy(to_b.sgid, a4, 16);
+	memcpy(to_b.dgid, b4, 16);
+	to_c = to_b;
+	memcpy(to_c.dgid, c4, 16);
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.port = port;
+	cfg.ifname = "lo";
+	cfg.err = err;
+	cfg.errlen = sizeof(err);
+
+	/* 20 packets wait in b's socket for 127.0.0.2 while 127.0.0.3 is added. */
+	send_n(a, &to_b, 20, 100, "rebind: to 127.0.0.2");
+	memcpy(cfg.addrs[0], b4, 16);
+	memcpy(cfg.addrs[1], c4, 16);
+	cfg.n_addrs = 2;
+	CHECKF(uroce_udp_rebind(b, &cfg, NULL) == 0, "rebind to .2 and .3: %s", err);
+	memset(&cc, 0, sizeof(cc));
+	cc.last_psn = -1;
+	rx_until(b, 20, on_count, &cc, 3000, NULL);
+	CHECKF(cc.n == 20, "rebind: %d of the 20 packets queued before it received", cc.n);
+
+	send_n(a, &to_c, 5, 200, "rebind: to 127.0.0.3");
+	rx_until(b, 5, on_count, &cc, 3000, NULL);
+	CHECKF(cc.n == 25, "rebind: the new address received %d of 5", cc.n - 20);
+
+	/* 127.0.0.2 goes: 127.0.0.3's socket moves to the first place. */
+	memcpy(cfg.addrs[0], c4, 16);
+	cfg.n_addrs = 1;
+	CHECKF(uroce_udp_rebind(b, &cfg, NULL) == 0, "rebind to .3: %s", err);
+	send_n(a, &to_c, 5, 300, "rebind: to 127.0.0.3 again");
+	rx_until(b, 5, on_count, &cc, 3000, NULL);
+	CHECKF(cc.n == 30, "rebind: the moved socket received %d of 5", cc.n - 25);
+
+	/* Back to 127.0.0.2 alone, as the later tests expect; a bad set changes nothing. */
+	cfg.n_addrs = 0;
+	CHECK(uroce_udp_rebind(b, &cfg, NULL) == -EINVAL);
+	memcpy(cfg.addrs[0], b4, 16);
+	cfg.n_addrs = 1;
+	CHECKF(uroce_udp_rebind(b, &cfg, NULL) == 0, "rebind to .2: %s", err);
+	send_n(a, &to_b, 5, 400, "rebind: to 127.0.0.2 again");
+	rx_until(b, 5, on_count, &cc, 3000, NULL);
+	CHECKF(cc.n == 35, "rebind: back on 127.0.0.2, received %d of 5", cc.n - 30);
+	printf("rebind: queued packets kept, new address and moved socket receive, ok\n");
+}
+
 static int test_loopback(const char *pcap, int fixed_port)
 {
 	uint8_t a4[16], b4[16], l6[16];
@@ -675,6 +751,7 @@ static int test_loopback(const char *pcap, int fixed_port)
 	gso_burst(a, b, &g4, "GSO/GRO v2/IPv4");
 	gso_burst(a, a, &p6, "GSO/GRO v2/IPv6");
 	gro_bad(b, a4, b4, port);
+	rebind_keeps(a, b, a4, b4, port);
 
 	/* A path the backend does not serve: counted, consumed. */
 	{
