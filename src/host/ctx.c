@@ -424,8 +424,9 @@ bool uroce_ctx_post_tx(struct uroce_ctx *c)
 	       (c->sleep_until && uroce_eng_next_deadline(c->eng) < c->sleep_until);
 }
 
-/* How long the progress thread may sleep (ms) and whether it watches the sockets. Lock held. */
-static int plan_sleep(struct uroce_ctx *c, bool *sockets)
+/* How long the progress thread may sleep (ns, 0: not at all) and whether it watches the
+ * sockets. Lock held. */
+static uint64_t plan_sleep(struct uroce_ctx *c, bool *sockets)
 {
 	uint64_t now = mono_ns(), dl = uroce_eng_next_deadline(c->eng), until;
 
@@ -444,7 +445,7 @@ static int plan_sleep(struct uroce_ctx *c, bool *sockets)
 	if (until <= now)
 		return 0;
 	c->sleep_until = until;
-	return (int)((until - now + 999999) / 1000000);
+	return until - now;
 }
 
 static void *progress_main(void *arg)
@@ -453,11 +454,12 @@ static void *progress_main(void *arg)
 	struct pollfd pfd[4];
 
 	while (!atomic_load(&c->stop)) {
-		int n = 0, timeout;
+		int n = 0;
+		uint64_t ns;
 		bool sockets;
 
 		pthread_mutex_lock(&c->lock);
-		timeout = plan_sleep(c, &sockets);
+		ns = plan_sleep(c, &sockets);
 		pthread_mutex_unlock(&c->lock);
 		pfd[n++] = (struct pollfd){ .fd = c->kick_fd, .events = POLLIN };
 		if (c->watch_fd >= 0)
@@ -466,9 +468,15 @@ static void *progress_main(void *arg)
 			pfd[n++] = (struct pollfd){ .fd = uroce_backend_fd(c->v2), .events = POLLIN };
 		if (c->v1 && sockets)
 			pfd[n++] = (struct pollfd){ .fd = uroce_backend_fd(c->v1), .events = POLLIN };
-		if (poll(pfd, (nfds_t)n, timeout) < 0 && errno != EINTR)
+
+		struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000u),
+				       .tv_nsec = (long)(ns % 1000000000u) };
+
+		if (ppoll(pfd, (nfds_t)n, &ts, NULL) < 0 && errno != EINTR)
 			break;
-		if (pfd[0].revents & POLLIN) {
+		bool kicked = pfd[0].revents & POLLIN;
+
+		if (kicked) {
 			uint64_t v;
 
 			if (read(c->kick_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
@@ -480,7 +488,11 @@ static void *progress_main(void *arg)
 			refresh(c);
 			rebind_v2(c);
 		}
-		uroce_ctx_progress(c);
+		/* A lease still held (the application polled since we planned): its rounds do the
+		 * work, timers included; look again when it may have ended. */
+		if (sockets || kicked || !c->app_polled ||
+		    mono_ns() - c->app_polled >= UROCE_CTX_POLL_LEASE_NS)
+			uroce_ctx_progress(c);
 		pthread_mutex_unlock(&c->lock);
 	}
 	return NULL;

@@ -15,14 +15,16 @@
  *   (uroce_ctx_post_tx, as a NIC's doorbell starts the send at once), and wakes the progress
  *   thread through an eventfd (uroce_ctx_kick) only when that thread must plan again: work left
  *   to send, or a timer due before the time it sleeps until. No wake-up per post.
- * - The progress thread sleeps in poll() on the backend fds, the kick eventfd and the interface
+ * - The progress thread sleeps in ppoll() on the backend fds, the kick eventfd and the interface
  *   watch, with the engine's next deadline as the timeout (CLOCK_MONOTONIC, ns).
  * - While an application thread busy-polls a CQ (ibv_poll_cq on an empty CQ runs a progress
  *   round in that thread: uroce_ctx_poll_progress), the progress thread leaves the sockets to it
  *   and sleeps on timers only, so that the two do not race for every packet and the lock (on a
  *   small machine, a progress thread woken per packet preempts the spinning application).
- *   It takes the sockets back UROCE_CTX_POLL_LEASE_NS after the last such round, or at once when
- *   the application arms a completion channel to sleep (uroce_ctx_app_sleeps).
+ *   It takes the sockets back UROCE_CTX_POLL_LEASE_NS after the last such round (the lease ends
+ *   when the application stops polling: ib_write_lat spins on its buffer's last byte, waiting
+ *   for an RDMA WRITE that makes no completion, and only the progress thread can receive it),
+ *   or at once when the application arms a completion channel to sleep (uroce_ctx_app_sleeps).
  * - Busy-poll mode (UROCE_BUSY_POLL=1): the progress thread does not sleep, for latency.
  * - Engine events (completion notifications, async errors) are handed to the callback given at
  *   open, from the progress thread or from the thread that made the engine call, with the lock
@@ -72,7 +74,16 @@ void uroce_ctx_kick(struct uroce_ctx *c);
 /* Run one progress round in the caller's thread. Lock held. */
 void uroce_ctx_progress(struct uroce_ctx *c);
 
-#define UROCE_CTX_POLL_LEASE_NS 2000000ull /* 2 ms */
+/*
+ * How long after an application thread's last poll round its lease lasts. While it polls, the
+ * progress thread wakes about this often to look (plus the kernel's 50 us timer slack: a few %
+ * of a CPU); an application that stops polling waits about that long for what it did not poll
+ * for. It was 2 ms: ib_write_lat took 0.5 to 1 ms per message. Shorter, or with 1 us of timer
+ * slack, the wake-ups slow ib_send_lat (6.5 -> 9-10 us on 2 vCPUs) without helping
+ * ib_write_lat (about 30 us: the progress thread waits for a CPU that two spinning
+ * applications hold).
+ */
+#define UROCE_CTX_POLL_LEASE_NS 30000ull /* 30 us */
 
 /*
  * A progress round for an application thread polling an empty CQ (ibv_poll_cq): as
