@@ -615,6 +615,25 @@ static void send_n(struct uroce_backend *a, const struct uroce_path *path, int n
 	send_burst(a, d, n, ids, NULL, NULL, what);
 }
 
+/* Send 5 packets from a over path and count them in on b. */
+static void five_more(struct uroce_backend *a, const struct uroce_path *path, uint32_t psn,
+		      struct uroce_backend *b, struct count_ctx *cc, const char *what)
+{
+	int before = cc->n;
+
+	send_n(a, path, 5, psn, what);
+	rx_until(b, 5, on_count, cc, 3000, NULL);
+	CHECKF(cc->n == before + 5, "rebind: %s: received %d of 5", what, cc->n - before);
+}
+
+/* Rebind b to the one address gid. */
+static void rebind_one(struct uroce_backend *b, struct uroce_backend_cfg *cfg, const uint8_t *gid)
+{
+	memcpy(cfg->addrs[0], gid, 16);
+	cfg->n_addrs = 1;
+	CHECKF(uroce_udp_rebind(b, cfg, NULL) == 0, "rebind to one address: %s", cfg->err);
+}
+
 /*
  * b's addresses change (uroce_udp_rebind): what its kept socket already holds is still
  * received; a new address receives; a socket moved in the array (its address's neighbour gone)
@@ -650,28 +669,17 @@ static void rebind_keeps(struct uroce_backend *a, struct uroce_backend *b, const
 	cc.last_psn = -1;
 	rx_until(b, 20, on_count, &cc, 3000, NULL);
 	CHECKF(cc.n == 20, "rebind: %d of the 20 packets queued before it received", cc.n);
-
-	send_n(a, &to_c, 5, 200, "rebind: to 127.0.0.3");
-	rx_until(b, 5, on_count, &cc, 3000, NULL);
-	CHECKF(cc.n == 25, "rebind: the new address received %d of 5", cc.n - 20);
+	five_more(a, &to_c, 200, b, &cc, "the new address 127.0.0.3");
 
 	/* 127.0.0.2 goes: 127.0.0.3's socket moves to the first place. */
-	memcpy(cfg.addrs[0], c4, 16);
-	cfg.n_addrs = 1;
-	CHECKF(uroce_udp_rebind(b, &cfg, NULL) == 0, "rebind to .3: %s", err);
-	send_n(a, &to_c, 5, 300, "rebind: to 127.0.0.3 again");
-	rx_until(b, 5, on_count, &cc, 3000, NULL);
-	CHECKF(cc.n == 30, "rebind: the moved socket received %d of 5", cc.n - 25);
+	rebind_one(b, &cfg, c4);
+	five_more(a, &to_c, 300, b, &cc, "127.0.0.3 moved");
 
 	/* Back to 127.0.0.2 alone, as the later tests expect; a bad set changes nothing. */
 	cfg.n_addrs = 0;
 	CHECK(uroce_udp_rebind(b, &cfg, NULL) == -EINVAL);
-	memcpy(cfg.addrs[0], b4, 16);
-	cfg.n_addrs = 1;
-	CHECKF(uroce_udp_rebind(b, &cfg, NULL) == 0, "rebind to .2: %s", err);
-	send_n(a, &to_b, 5, 400, "rebind: to 127.0.0.2 again");
-	rx_until(b, 5, on_count, &cc, 3000, NULL);
-	CHECKF(cc.n == 35, "rebind: back on 127.0.0.2, received %d of 5", cc.n - 30);
+	rebind_one(b, &cfg, b4);
+	five_more(a, &to_b, 400, b, &cc, "back on 127.0.0.2");
 	printf("rebind: queued packets kept, new address and moved socket receive, ok\n");
 }
 
