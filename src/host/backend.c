@@ -114,7 +114,7 @@ int uroce_txframe_build(struct uroce_txframe *f, const struct uroce_tx_desc *d,
 		l3[9] = UROCE_IPPROTO_UDP;
 		memcpy(l3 + 12, path->sgid + 12, 4);
 		memcpy(l3 + 16, path->dgid + 12, 4);
-		uroce_put_be16(l3 + 10, uroce_ipv4_csum(l3));
+		uroce_put_be16(l3 + 10, 0); /* uroce_txframe_csum; the ICRC masks it */
 		f->t_off = UROCE_ETH_LEN + UROCE_IPV4_LEN + UROCE_UDP_LEN;
 		break;
 	case UROCE_ENCAP_V2_IPV6:
@@ -222,14 +222,16 @@ static uint16_t udp_csum(bool v6, const uint8_t *l3, const uint8_t *udp, const u
 	return s ? s : 0xFFFF;
 }
 
-void uroce_txframe_udp_csum(struct uroce_txframe *f, const uint8_t *payload, uint32_t payload_len)
+void uroce_txframe_csum(struct uroce_txframe *f, const uint8_t *payload, uint32_t payload_len)
 {
-	const uint8_t *l3 = f->head + f->l3_off;
+	uint8_t *l3 = f->head + f->l3_off;
 	bool v6 = (l3[0] >> 4) == 6;
 	uint8_t *udp = f->head + f->t_off - UROCE_UDP_LEN;
 
 	if (uroce_get_be16(f->head + 12) == UROCE_ETHERTYPE_ROCE)
 		return;
+	if (!v6)
+		uroce_put_be16(l3 + 10, uroce_ipv4_csum(l3));
 	uroce_put_be16(udp + 6, udp_csum(v6, l3, udp, f->head + f->t_off, f->head_len - f->t_off,
 					 payload, payload_len, f->tail, f->tail_len));
 }
@@ -812,7 +814,7 @@ static int tap_tx(struct uroce_backend *b, const struct uroce_tx_desc *d, int n)
 		uint16_t id = i < UROCE_TX_BURST_MAX ? b->inner->tx_ip_id[i] : 0;
 
 		if (uroce_txframe_build(&t->tf, &x, b->mac, b->port, id) == 0) {
-			uroce_txframe_udp_csum(&t->tf, p->payload, p->payload_len);
+			uroce_txframe_csum(&t->tf, p->payload, p->payload_len);
 			len = uroce_txframe_flatten(t->buf, sizeof(t->buf), &t->tf, p->payload,
 						    p->payload_len);
 		}

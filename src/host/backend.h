@@ -263,8 +263,8 @@ const char *uroce_backend_strerror(const struct uroce_backend_ops *ops, int err)
  * One outgoing packet as three pieces: head = [Ethernet][L3 (IPv4/IPv6/GRH)][UDP][BTH+ext],
  * then the payload in place, then tail = [pad zeros][ICRC]. The L3/L4 part is what the kernel
  * will write (for a UDP socket) or what goes on the wire (AF_PACKET): the ICRC is computed over
- * it. IPv4: DF, protocol 17, the given ID, header checksum; UDP checksum 0 unless a checksum is
- * asked for with uroce_frame_udp_csum().
+ * it. IPv4: DF, protocol 17, the given ID; the IPv4 header checksum and the UDP checksum are 0
+ * until uroce_txframe_csum() writes them (the ICRC masks the one and does not cover the other).
  */
 struct uroce_txframe {
 	uint8_t head[UROCE_FRAME_HEAD_MAX];
@@ -287,8 +287,12 @@ struct uroce_txframe {
 int uroce_txframe_build(struct uroce_txframe *f, const struct uroce_tx_desc *d,
 			const uint8_t smac[6], uint16_t dport, uint16_t ip_id);
 
-/* Write a real UDP checksum into f (v2) over its pieces; for the pcap tap and AF_PACKET v2. */
-void uroce_txframe_udp_csum(struct uroce_txframe *f, const uint8_t *payload, uint32_t payload_len);
+/*
+ * Write the checksums a v2 frame carries on the wire into f: the IPv4 header's (left 0 by
+ * uroce_txframe_build: a UDP socket sends only BTH..ICRC, and the ICRC masks the field) and
+ * the UDP checksum over the pieces. For the pcap tap's frames.
+ */
+void uroce_txframe_csum(struct uroce_txframe *f, const uint8_t *payload, uint32_t payload_len);
 
 /* Copy the whole frame (head, payload, tail) into buf. Returns its length or -ENOSPC. */
 ssize_t uroce_txframe_flatten(uint8_t *buf, size_t cap, const struct uroce_txframe *f,
