@@ -15,7 +15,8 @@ static const char usage_text[] =
 	USAGE_LINE
 	"\n"
 	"Print the counters of every device (or of device NAME): what the processes that used it\n"
-	"counted (packets, ACKs, NAKs, retries, drops, with rxe's counter names), from\n"
+	"counted (packets, ACKs, NAKs, retries, drops, with rxe's counter names; then io_*: what\n"
+	"its sockets sent, received and dropped, such as io_rx_drop_icrc), from\n"
 	"<rundir>/stats/NAME. A device no process has used yet has no counters. The counts last\n"
 	"until the device is deleted or the host reboots.\n"
 	"\n"

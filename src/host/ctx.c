@@ -77,6 +77,7 @@ struct uroce_ctx {
 
 	struct uroce_stats *stats;
 	uint64_t stats_sent[UROCE_CNT_MAX];
+	uint64_t io_sent[UROCE_IO_CNT_MAX]; /* the backends' counts at the last flush */
 	uint64_t stats_at;
 
 	/* scratch for one round */
@@ -344,6 +345,17 @@ static void stats_flush(struct uroce_ctx *c)
 		c->stats_sent[i] = v;
 	}
 	uroce_stats_add_all(c->stats, delta);
+
+	uint64_t io[UROCE_IO_CNT_MAX];
+
+	for (int k = 0; k < UROCE_IO_CNT_MAX; k++) {
+		uint64_t v = (c->v2 ? uroce_backend_counter(c->v2, (enum uroce_io_counter)k) : 0) +
+			     (c->v1 ? uroce_backend_counter(c->v1, (enum uroce_io_counter)k) : 0);
+
+		io[k] = v - c->io_sent[k]; /* a backend closed took its counts out (rebind_v2) */
+		c->io_sent[k] = v;
+	}
+	uroce_stats_add_io(c->stats, io);
 }
 
 /* Receive, timers, transmit (unless tx is false: the packets wait for the next round). */
@@ -637,6 +649,9 @@ static void rebind_v2(struct uroce_ctx *c)
 
 		for (int i = 0; i < 64 && rx_burst(c, c->v2, t) > 0; i++)
 			;
+		stats_flush(c); /* its counts, before they go with it */
+		for (int k = 0; k < UROCE_IO_CNT_MAX; k++)
+			c->io_sent[k] -= uroce_backend_counter(c->v2, (enum uroce_io_counter)k);
 		uroce_backend_close(c->v2);
 	}
 	c->v2 = NULL;

@@ -12,22 +12,28 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "host/backend.h"
 #include "host/device.h"
 #include "host/rundir.h"
 
 #define HDR_SIZE 64u
 
+/* The engine's counters, then the I/O backends' (index UROCE_CNT_MAX + k for I/O counter k). */
+#define NCOUNTERS (UROCE_CNT_MAX + UROCE_IO_CNT_MAX)
+
 #define STATS_NAME(id, name) name,
-static const char *const counter_names[UROCE_CNT_MAX] = { UROCE_COUNTERS(STATS_NAME) };
+static const char *const counter_names[NCOUNTERS] = { UROCE_COUNTERS(STATS_NAME)
+							      UROCE_IO_COUNTERS(STATS_NAME) };
 #undef STATS_NAME
 #define STATS_NAME_FITS(id, name) _Static_assert(sizeof(name) <= UROCE_STATS_NAME_SIZE, name);
 UROCE_COUNTERS(STATS_NAME_FITS)
+UROCE_IO_COUNTERS(STATS_NAME_FITS)
 #undef STATS_NAME_FITS
 
 struct uroce_stats {
 	void *map;
 	size_t len;
-	uint64_t *slot[UROCE_CNT_MAX]; /* NULL: the file has no such counter */
+	uint64_t *slot[NCOUNTERS]; /* NULL: the file has no such counter */
 };
 
 struct layout {
@@ -80,7 +86,7 @@ int uroce_stats_path(const char *rundir, const char *dev, char *buf, size_t cap)
 /* A complete zeroed file for this build's counters: malloc'd into *buf. */
 static int make_file(uint8_t **buf, size_t *len)
 {
-	uint32_t count = UROCE_CNT_MAX, voff = values_off_for(count);
+	uint32_t count = NCOUNTERS, voff = values_off_for(count);
 	size_t size = voff + (size_t)count * 8;
 	uint8_t *p = calloc(1, size);
 
@@ -162,7 +168,7 @@ int uroce_stats_open(const char *rundir, const char *dev, struct uroce_stats **o
 	for (uint32_t i = 0; i < l.count; i++) {
 		const char *name = (const char *)s->map + l.names_off + i * UROCE_STATS_NAME_SIZE;
 
-		for (int c = 0; c < UROCE_CNT_MAX; c++) {
+		for (int c = 0; c < NCOUNTERS; c++) {
 			if (!strncmp(name, counter_names[c], UROCE_STATS_NAME_SIZE) &&
 			    !s->slot[c]) {
 				s->slot[c] = (uint64_t *)(void *)((uint8_t *)s->map + l.values_off +
@@ -186,6 +192,16 @@ void uroce_stats_add_all(struct uroce_stats *s, const uint64_t delta[UROCE_CNT_M
 {
 	for (int c = 0; c < UROCE_CNT_MAX; c++)
 		uroce_stats_add(s, (enum uroce_counter)c, delta[c]);
+}
+
+void uroce_stats_add_io(struct uroce_stats *s, const uint64_t delta[UROCE_IO_CNT_MAX])
+{
+	for (int k = 0; k < UROCE_IO_CNT_MAX; k++) {
+		uint64_t *v = s->slot[UROCE_CNT_MAX + k];
+
+		if (v && delta[k])
+			__atomic_fetch_add(v, delta[k], __ATOMIC_RELAXED);
+	}
 }
 
 void uroce_stats_close(struct uroce_stats *s)

@@ -4,8 +4,9 @@
  *
  * Design notes
  * - Counter names and order: the transport's UROCE_COUNTERS list (transport/engine.h), whose
- *   names follow rxe's hw_counters. Only the X-macro is used, so the host library does not link
- *   the transport.
+ *   names follow rxe's hw_counters, then the I/O backends' UROCE_IO_COUNTERS (backend.h: what
+ *   the sockets sent, received and dropped before the engine, such as io_rx_drop_icrc). Only
+ *   the X-macros are used, so the host library does not link the transport.
  * - File format (native byte order and alignment: the file never leaves the host; version 1):
  *     0   char magic[8]   "UROCECNT"
  *     8   u32  version    1
@@ -35,6 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "host/backend.h"
 #include "transport/engine.h"
 
 #define UROCE_STATS_MAGIC "UROCECNT"
@@ -64,6 +66,9 @@ void uroce_stats_add(struct uroce_stats *s, enum uroce_counter c, uint64_t n);
 
 /* Add delta[c] to every counter c: for flushing an engine's counters since the last flush. */
 void uroce_stats_add_all(struct uroce_stats *s, const uint64_t delta[UROCE_CNT_MAX]);
+
+/* The same for the I/O backends' counters (backend.h: io_rx_drop_icrc, io_tx_err, ...). */
+void uroce_stats_add_io(struct uroce_stats *s, const uint64_t delta[UROCE_IO_CNT_MAX]);
 
 /* Unmap and free. NULL is allowed. */
 void uroce_stats_close(struct uroce_stats *s);

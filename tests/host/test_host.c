@@ -378,6 +378,14 @@ static void test_stats(const char *uroce)
 	delta[UROCE_CNT_RCVD_NAKS] = 3;
 	delta[UROCE_CNT_SENT_PKTS] = 1;
 	uroce_stats_add_all(s2, delta);
+	/* The I/O backends' counters follow the engine's. */
+	uint64_t io[UROCE_IO_CNT_MAX] = { 0 };
+
+	io[UROCE_IO_RX_DROP_ICRC] = 4;
+	io[UROCE_IO_TX_GSO] = 9;
+	uroce_stats_add_io(s, io);
+	io[UROCE_IO_TX_GSO] = 1;
+	uroce_stats_add_io(s2, io);
 	/* Another process adds too. */
 	pid_t pid = fork();
 
@@ -400,8 +408,14 @@ static void test_stats(const char *uroce)
 	uroce_stats_close(s2);
 	uroce_stats_close(NULL);
 
-	CHECK(uroce_stats_read(rundir, "t_stats", &v, &n) == 0 && n == UROCE_CNT_MAX);
-	if (n == UROCE_CNT_MAX) {
+	CHECK(uroce_stats_read(rundir, "t_stats", &v, &n) == 0 &&
+	      n == UROCE_CNT_MAX + UROCE_IO_CNT_MAX);
+	if (n == UROCE_CNT_MAX + UROCE_IO_CNT_MAX) {
+		const struct uroce_stat *icrc = &v[UROCE_CNT_MAX + UROCE_IO_RX_DROP_ICRC],
+					*gso = &v[UROCE_CNT_MAX + UROCE_IO_TX_GSO];
+
+		CHECK(!strcmp(icrc->name, "io_rx_drop_icrc") && icrc->value == 8);
+		CHECK(!strcmp(gso->name, "io_tx_gso_sends") && gso->value == 10);
 		CHECK(!strcmp(v[UROCE_CNT_SENT_PKTS].name, "sent_pkts") &&
 		      v[UROCE_CNT_SENT_PKTS].value == 8);
 		CHECK(!strcmp(v[UROCE_CNT_RCVD_PKTS].name, "rcvd_pkts") &&
@@ -423,6 +437,7 @@ static void test_stats(const char *uroce)
 	CHECK(printed(out, "rcvd_naks") == 3);
 	CHECK(printed(out, "cnp_rcvd") == 1);
 	CHECK(printed(out, "send_err") == 0);
+	CHECK(printed(out, "io_rx_drop_icrc") == 8);
 	CHECK(printed(out, "no_such_counter") == -1);
 	snprintf(cmd, sizeof(cmd), "'%s' stats no_such_dev 2>/dev/null", uroce);
 	out = run(cmd, &st);

@@ -82,11 +82,22 @@ retx=0
 for side in a b; do
 	echo "--- uroce stats ($side)"
 	in$side "$UROCE" stats >"$T/stats.$side" || fail "uroce stats ($side)"
-	grep -E 'retransmitted_pkts|rcvd_seq_err|out_of_seq_request|duplicate_request|sent_naks|rcvd_naks|local_ack_timeout_err|drop_' "$T/stats.$side"
+	grep -E 'retransmitted_pkts|rcvd_seq_err|out_of_seq_request|duplicate_request|sent_naks|rcvd_naks|local_ack_timeout_err|drop_|fault_' "$T/stats.$side"
 	n=$(awk '$1 == "retransmitted_pkts" { print $2 }' "$T/stats.$side")
 	retx=$((retx + ${n:-0}))
 done
 [ "$retx" -gt 0 ] || fail "no packet was retransmitted: were faults injected?"
+# The sockets' own counters: what one side's injector corrupted, the other side dropped for its
+# ICRC.
+icrc_drops() { awk '$1 == "io_rx_drop_icrc" { print $2 }' "$T/stats.$1"; }
+case $SPEC_A in *corrupt=*)
+	n=$(icrc_drops b)
+	[ "${n:-0}" -gt 0 ] || fail "the server corrupts, but the client counted no io_rx_drop_icrc" ;;
+esac
+case $SPEC_B in *corrupt=*)
+	n=$(icrc_drops a)
+	[ "${n:-0}" -gt 0 ] || fail "the client corrupts, but the server counted no io_rx_drop_icrc" ;;
+esac
 
 # The tap sits under the fault injector: it records what really left (corrupted packets with
 # their bad ICRC) and what the backend accepted (valid ICRCs only). So the capture has bad ICRCs
