@@ -501,9 +501,13 @@ static void *progress_main(void *arg)
 			rebind_v2(c);
 		}
 		/* A lease still held (the application polled since we planned): its rounds do the
-		 * work, timers included; look again when it may have ended. */
+		 * work; look again when it may have ended. A timer due runs here all the same, or
+		 * the next plan would not sleep. */
+		uint64_t now = mono_ns();
+
 		if (sockets || kicked || !c->app_polled ||
-		    mono_ns() - c->app_polled >= UROCE_CTX_POLL_LEASE_NS)
+		    now - c->app_polled >= UROCE_CTX_POLL_LEASE_NS ||
+		    uroce_eng_next_deadline(c->eng) <= now)
 			uroce_ctx_progress(c);
 		pthread_mutex_unlock(&c->lock);
 	}

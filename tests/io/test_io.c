@@ -636,7 +636,7 @@ static void rebind_one(struct uroce_backend *b, struct uroce_backend_cfg *cfg, c
 
 /*
  * b's addresses change (uroce_udp_rebind): what its kept socket already holds is still
- * received; a new address receives; a socket moved in the array (its address's neighbour gone)
+ * received; a new address receives; a socket moved in the array (the one before it gone)
  * still wakes the backend's fd.
  */
 static void rebind_keeps(struct uroce_backend *a, struct uroce_backend *b, const uint8_t *a4,
