@@ -7,7 +7,8 @@
  *   test_ctx                 on uroce_lo, 127.0.0.1
  *   test_ctx addr DEV CMD    on DEV: first over its IPv4 address, then runs CMD (which adds the
  *                            IPv4 address 198.18.60.2), waits for the GID table to show it and
- *                            talks over the new address: the sockets follow address changes.
+ *                            talks over the new address, then over the first again: the
+ *                            sockets follow address changes, and the first one is kept.
  */
 #include <errno.h>
 #include <poll.h>
@@ -98,6 +99,9 @@ int main(int argc, char **argv)
 	if (idx >= 0)
 		exchange(c, idx);
 	if (addr) {
+		uint64_t sent = uroce_ctx_io_counter(c, UROCE_IO_TX_PKTS);
+
+		CHECK(sent > 0);
 		CHECK(system(argv[3]) == 0);
 		/* The progress thread sees the address through the interface watch; wait for it
 		 * (bounded), then talk over it. */
@@ -113,6 +117,18 @@ int main(int argc, char **argv)
 		CHECKF(idx >= 0, "198.18.60.2 never appeared in the GID table");
 		if (idx >= 0)
 			exchange(c, idx);
+		/* The first address's socket was kept (uroce_udp_rebind), not opened again: its
+		 * counts go on from the first exchange, and it still carries traffic. */
+		idx = v4_index(c, first);
+		CHECKF(idx >= 0, "198.18.60.1 left the GID table");
+		if (idx >= 0)
+			exchange(c, idx);
+		uint64_t now_sent = uroce_ctx_io_counter(c, UROCE_IO_TX_PKTS);
+
+		CHECKF(now_sent >= 2 * sent + sent / 2,
+		       "sent %llu packets in three exchanges, %llu in the first: "
+		       "were the sockets opened again?", (unsigned long long)now_sent,
+		       (unsigned long long)sent);
 	}
 	uroce_ctx_close(c);
 	close(evfd);
