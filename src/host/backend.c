@@ -93,7 +93,7 @@ int uroce_txframe_build(struct uroce_txframe *f, const struct uroce_tx_desc *d,
 	if (p->hdr_len < UROCE_BTH_LEN || p->hdr_len > UROCE_TX_HDR_MAX || p->pad > 3 ||
 	    (p->payload_len && !p->payload))
 		return -EINVAL;
-	uint64_t roce_len = (uint64_t)p->hdr_len + p->payload_len + p->pad + UROCE_ICRC_LEN;
+	uint64_t roce_len = uroce_tx_pkt_len(p);
 
 	memcpy(h, path->dmac, 6);
 	memcpy(h + 6, smac, 6);

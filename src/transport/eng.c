@@ -220,7 +220,7 @@ int uroce_eng_tx(struct uroce_eng *e, uint64_t now, struct uroce_tx_pkt *out, in
 				r = uroce_req_next(qp, &out[n]);
 			if (r <= 0)
 				break;
-			bytes += out[n].hdr_len + out[n].payload_len + out[n].pad + UROCE_ICRC_LEN;
+			bytes += (uint32_t)uroce_tx_pkt_len(&out[n]);
 			n++;
 			q++;
 			uroce_count(e, UROCE_CNT_SENT_PKTS);

@@ -482,6 +482,12 @@ struct uroce_tx_pkt {
 	uint32_t dst_qpn;
 };
 
+/* The packet's RoCE length on the wire: BTH..ICRC. */
+static inline uint64_t uroce_tx_pkt_len(const struct uroce_tx_pkt *p)
+{
+	return (uint64_t)p->hdr_len + p->payload_len + p->pad + UROCE_ICRC_LEN;
+}
+
 /* Up to max packets to send now. Returns how many were written to out. */
 int uroce_eng_tx(struct uroce_eng *e, uint64_t now, struct uroce_tx_pkt *out, int max);
 
