@@ -450,6 +450,15 @@ int uroce_udp_share_gsi(struct uroce_backend *bb, const struct uroce_share_cfg *
 	return r;
 }
 
+/* The socket bound to gid, or -1. */
+static int sock_of(const struct udp_be *b, const uint8_t *gid)
+{
+	for (int i = 0; i < b->ns; i++)
+		if (memcmp(b->s[i].gid, gid, 16) == 0)
+			return i;
+	return -1;
+}
+
 static bool in_cfg(const struct uroce_backend_cfg *cfg, const uint8_t *gid)
 {
 	for (int k = 0; k < cfg->n_addrs; k++)
@@ -497,14 +506,9 @@ int uroce_udp_rebind(struct uroce_backend *bb, const struct uroce_backend_cfg *c
 			drop_sock(b, i);
 	}
 	b->share = share;
-	for (int k = 0; k < cfg->n_addrs && r == 0; k++) {
-		bool have = false;
-
-		for (int i = 0; i < b->ns; i++)
-			have = have || memcmp(b->s[i].gid, cfg->addrs[k], 16) == 0;
-		if (!have)
+	for (int k = 0; k < cfg->n_addrs && r == 0; k++)
+		if (sock_of(b, cfg->addrs[k]) < 0)
 			r = open_sock(b, cfg, cfg->addrs[k]);
-	}
 	b->share = NULL;
 	return r;
 }
@@ -599,12 +603,6 @@ static int prep_tx(struct udp_be *b, int j, const struct uroce_tx_desc *d, bool 
 	return 0;
 }
 
-/* BTH..ICRC: what one segment of a GSO send carries. */
-static uint32_t tx_len(const struct uroce_tx_pkt *p)
-{
-	return (uint32_t)p->hdr_len + p->payload_len + p->pad + 4u;
-}
-
 /* May b follow a in one GSO send (lengths aside)? Same address, QP, TOS and TTL. */
 static bool same_flow(const struct uroce_tx_desc *a, const struct uroce_tx_desc *b)
 {
@@ -629,7 +627,7 @@ static int prep_sends(struct udp_be *b, int si, const struct uroce_tx_desc *d, i
 	bool open = false; /* the current send takes more segments */
 
 	while (cnt < n && cnt < b->tbatch && (cnt == 0 || find_sock(b, d[cnt].path) == si)) {
-		uint32_t len = tx_len(d[cnt].pkt);
+		uint32_t len = (uint32_t)uroce_tx_pkt_len(d[cnt].pkt); /* one segment */
 		bool join = gso && open && cnt - first < GSO_MAX_SEGS && len <= seglen &&
 			    bytes + len <= GSO_MAX_BYTES && same_flow(&d[first], &d[cnt]);
 		/* Segment k of a GSO send leaves with IPv4 ID k (see the top of the file). */
@@ -656,7 +654,7 @@ static int prep_sends(struct udp_be *b, int si, const struct uroce_tx_desc *d, i
 		*m = b->tmsg[j].msg_hdr;
 		if (b->gsegs[g] == 1)
 			continue;
-		uint16_t gs = (uint16_t)tx_len(d[j].pkt);
+		uint16_t gs = (uint16_t)uroce_tx_pkt_len(d[j].pkt);
 		size_t used = m->msg_controllen;
 
 		m->msg_iovlen = 3 * (size_t)b->gsegs[g]; /* the packets' iovecs are consecutive */
