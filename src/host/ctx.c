@@ -374,11 +374,6 @@ static void round_at(struct uroce_ctx *c, uint64_t now, bool tx)
 	}
 }
 
-void uroce_ctx_progress(struct uroce_ctx *c)
-{
-	round_at(c, mono_ns(), true);
-}
-
 /*
  * A thread that busy-polls comes back within microseconds, again and again; one that drains
  * its CQ before sleeping on a completion channel polls empty once or twice. Only a streak of
@@ -508,7 +503,7 @@ static void *progress_main(void *arg)
 		if (sockets || kicked || !c->app_polled ||
 		    now - c->app_polled >= UROCE_CTX_POLL_LEASE_NS ||
 		    uroce_eng_next_deadline(c->eng) <= now)
-			uroce_ctx_progress(c);
+			round_at(c, now, true);
 		pthread_mutex_unlock(&c->lock);
 	}
 	return NULL;
@@ -571,10 +566,6 @@ static int bindable_addrs(struct uroce_ctx *c, uint8_t out[][16])
 	return n;
 }
 
-/*
- * Open the RoCE v2 sockets on the addresses that can be bound now, recorded in bound[0..*nbound)
- * (*out stays NULL when there is none). Errors are printed when loud.
- */
 /* An on/off setting: off only when the variable is "0". */
 static bool env_off(const char *name)
 {
@@ -593,6 +584,10 @@ static void v2_cfg(struct uroce_ctx *c, struct uroce_backend_cfg *cfg, char *err
 	cfg->n_addrs = bindable_addrs(c, cfg->addrs);
 }
 
+/*
+ * Open the RoCE v2 sockets on the addresses that can be bound now, recorded in bound[0..*nbound)
+ * (*out stays NULL when there is none). Errors are printed when loud.
+ */
 static int open_v2(struct uroce_ctx *c, struct uroce_backend **out, uint8_t bound[][16],
 		   int *nbound, bool loud)
 {
@@ -786,7 +781,7 @@ void uroce_ctx_close(struct uroce_ctx *c)
 	}
 	if (c->eng) {
 		/* Whatever is queued goes out before the sockets close (a last ACK, a DREQ). */
-		uroce_ctx_progress(c);
+		round_at(c, mono_ns(), true);
 		stats_flush(c);
 	}
 	if (c->stats)

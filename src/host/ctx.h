@@ -71,9 +71,6 @@ void uroce_ctx_lock(struct uroce_ctx *c);
 void uroce_ctx_unlock(struct uroce_ctx *c);
 /* Wake the progress thread (after posting work). Lock not needed. */
 void uroce_ctx_kick(struct uroce_ctx *c);
-/* Run one progress round in the caller's thread. Lock held. */
-void uroce_ctx_progress(struct uroce_ctx *c);
-
 /*
  * How long after an application thread's last poll round its lease lasts. While it polls, the
  * progress thread wakes about this often to look (plus the kernel's 50 us timer slack: a few %
@@ -86,10 +83,10 @@ void uroce_ctx_progress(struct uroce_ctx *c);
 #define UROCE_CTX_POLL_LEASE_NS 30000ull /* 30 us */
 
 /*
- * A progress round for an application thread polling an empty CQ (ibv_poll_cq): as
- * uroce_ctx_progress, and once the thread is seen polling in a loop, the progress thread leaves
- * the sockets to it for UROCE_CTX_POLL_LEASE_NS, and the round's packets to send wait for its
- * next call (the ACKs of what it receives go out after it has seen the completions). When the
+ * A progress round (receive, timers, transmit) for an application thread polling an empty CQ
+ * (ibv_poll_cq), in that thread; once the thread is seen polling in a loop, the progress thread
+ * leaves the sockets to it for UROCE_CTX_POLL_LEASE_NS, and the round's packets to send wait for
+ * its next call (the ACKs of what it receives go out after it has seen the completions). When the
  * CQ is still empty after the round, call uroce_ctx_poll_idle(), which sends them. Lock held.
  */
 void uroce_ctx_poll_progress(struct uroce_ctx *c);
@@ -97,8 +94,8 @@ void uroce_ctx_poll_idle(struct uroce_ctx *c);
 
 /*
  * The application is about to sleep on a completion channel (ibv_req_notify_cq): what waits is
- * sent, and the progress thread takes the sockets back now. Lock held; returns whether to uroce_ctx_kick() after
- * unlocking.
+ * sent, and the progress thread takes the sockets back now. Lock held; returns whether to
+ * uroce_ctx_kick() after unlocking.
  */
 bool uroce_ctx_app_sleeps(struct uroce_ctx *c);
 
