@@ -608,7 +608,10 @@ static void send_n(struct uroce_backend *a, const struct uroce_path *path, int n
 	static struct uroce_tx_desc d[64];
 	static uint16_t ids[64];
 
-	for (int i = 0; i < n && i < 64; i++) {
+	CHECKF(n <= 64, "%s: send_n takes 64 packets at most, not %d", what, n);
+	if (n > 64)
+		return;
+	for (int i = 0; i < n; i++) {
 		make_pkt(&s[i], UROCE_OP_RC_WRITE_MIDDLE, psn + (uint32_t)i, 256);
 		d[i] = (struct uroce_tx_desc){&s[i].pkt, path, 0};
 	}
