@@ -18,13 +18,15 @@
  *
  * Segmentation offload. The kernel's per-datagram path (socket, route, IP, UDP, veth or the
  * NIC, and again on receive) costs far more than our own work per packet, so:
- *  - send (UDP GSO): consecutive packets of one burst to the same destination address and QP,
- *    with the same TOS/TTL and the same length (the last may be shorter), go as one send with a
- *    UDP_SEGMENT control message: the kernel cuts it into one datagram per packet as late as it
- *    can (in the NIC, or never on veth and loopback). The kernel gives the segments IPv4 IDs
+ *  - send (UDP GSO): consecutive packets of one burst to the same destination address and
+ *    process (QPN slot: several QPs' turns may share a send), with the same TOS/TTL and the
+ *    same length (the last may be shorter), go as one send with a UDP_SEGMENT control message:
+ *    the kernel cuts it into one datagram per packet as late as it can (in the NIC, or never on
+ *    veth and loopback). The kernel gives the segments IPv4 IDs
  *    0, 1, 2, ... (ID 0 for the send, as above, then one more per segment: inet_gso_segment),
- *    so packet k of a send has its ICRC computed with ID k. Grouping by QP keeps the steering of
- *    shared devices right (the program sees the first segment only). A kernel or device that
+ *    so packet k of a send has its ICRC computed with ID k. Grouping by QPN slot keeps the
+ *    steering of shared devices right (the program sees the first segment only); grouping by
+ *    QP instead split every send of several streaming QPs at each turn. A kernel or device that
  *    refuses GSO (EIO: no checksum offload) turns it off for that socket; a send refused for
  *    its size is sent again one datagram per packet.
  *  - receive (UDP GRO): a datagram carrying several packets (our GSO sends arriving whole over
@@ -603,10 +605,22 @@ static int prep_tx(struct udp_be *b, int j, const struct uroce_tx_desc *d, bool 
 	return 0;
 }
 
-/* May b follow a in one GSO send (lengths aside)? Same address, QP, TOS and TTL. */
+/*
+ * Are QPNs a and b owned by one process of a shared device (one QPN slot, share.h)? The steering
+ * program sees a GSO send's first segment only. QP0/QP1 and the QPNs below the first slot join
+ * only their own QPN.
+ */
+static bool same_owner(uint32_t a, uint32_t b)
+{
+	if (a < UROCE_SHARE_QPN_BASE(0) || b < UROCE_SHARE_QPN_BASE(0))
+		return a == b;
+	return UROCE_SHARE_SLOT_OF(a) == UROCE_SHARE_SLOT_OF(b);
+}
+
+/* May b follow a in one GSO send (lengths aside)? Same address, owner, TOS and TTL. */
 static bool same_flow(const struct uroce_tx_desc *a, const struct uroce_tx_desc *b)
 {
-	return a->pkt->dst_qpn == b->pkt->dst_qpn &&
+	return same_owner(a->pkt->dst_qpn, b->pkt->dst_qpn) &&
 	       a->path->traffic_class == b->path->traffic_class &&
 	       a->path->hop_limit == b->path->hop_limit &&
 	       memcmp(a->path->dgid, b->path->dgid, 16) == 0;
