@@ -28,7 +28,7 @@ bool uroce_req_has_work(const struct uroce_qp *qp)
 		return true;
 	if (qp->req.rnr_until)
 		return false;
-	if (uroce_psn_diff(qp->req.psn, qp->comp.psn) >= UROCE_MAX_UNACKED_PSNS)
+	if (uroce_psn_diff(qp->req.psn, qp->comp.psn) >= uroce_req_window(qp))
 		return false;
 
 	const struct uroce_swqe *w = &sq->ring[sq->cur & (sq->size - 1)];

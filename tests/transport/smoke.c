@@ -370,8 +370,52 @@ static void turns(enum uroce_mtu mtu, int turn)
 	path_mtu = UROCE_MTU_1024;
 }
 
+/*
+ * The requester's window: two 1 MiB WRITEs on one QP, nothing acknowledged; the engine emits
+ * `want` packets and then waits (512 packets at MTU 1024, 1 MiB of payload at MTU 4096).
+ */
+static void window(enum uroce_mtu mtu, int want)
+{
+	struct node a, b;
+	struct uroce_mr *amr, *bmr;
+	unsigned acc = UROCE_ACCESS_LOCAL_WRITE | UROCE_ACCESS_REMOTE_WRITE;
+	static struct uroce_tx_pkt tx[256];
+
+	path_mtu = mtu;
+	node_init(&a, 1);
+	node_init(&b, 2);
+	CHECK(uroce_mr_reg(a.pd, abuf, sizeof(abuf), (uintptr_t)abuf, acc, &amr) == 0);
+	CHECK(uroce_mr_reg(b.pd, bbuf, sizeof(bbuf), 0x10000, acc, &bmr) == 0);
+	struct uroce_qp *qa = qp_make(&a, UROCE_QPT_RC), *qb = qp_make(&b, UROCE_QPT_RC);
+
+	connect(qa, &b, uroce_qp_num(qb), true);
+	connect(qb, &a, uroce_qp_num(qa), true);
+	for (int i = 0; i < 2; i++) {
+		struct uroce_sge ss = {.addr = (uintptr_t)abuf, .length = sizeof(abuf),
+				       .lkey = uroce_mr_lkey(amr)};
+		struct uroce_send_wr swr = {.wr_id = 1, .sg_list = &ss, .num_sge = 1,
+					    .opcode = UROCE_WR_RDMA_WRITE},
+				     *sbad;
+
+		swr.wr.rdma.remote_addr = 0x10000;
+		swr.wr.rdma.rkey = uroce_mr_rkey(bmr);
+		CHECK(uroce_post_send(qa, &swr, &sbad) == 0);
+	}
+	int sent = 0, n;
+
+	while ((n = uroce_eng_tx(a.e, now, tx, 256)) > 0 && sent < 4096)
+		sent += n;
+	CHECKF(sent == want, "MTU code %d: %d packets unacknowledged, want %d", (int)mtu, sent,
+	       want);
+	uroce_eng_destroy(a.e);
+	uroce_eng_destroy(b.e);
+	path_mtu = UROCE_MTU_1024;
+}
+
 int main(void)
 {
+	window(UROCE_MTU_1024, 512);
+	window(UROCE_MTU_4096, 256);
 	turns(UROCE_MTU_1024, 60);
 	turns(UROCE_MTU_4096, 15);
 	connected(UROCE_QPT_RC);
