@@ -791,6 +791,7 @@ struct rep {
 	uint32_t qpn, rkey;
 	uint64_t addr;
 	uint64_t drop_no_qp, rcvd, retrans;
+	uint64_t gro; /* OP_CNT: datagrams of several packets received (UDP GRO) */
 	uint64_t io_rx; /* OP_IO: datagrams or frames context 0's backends took in */
 	uint32_t slot;	/* OP_IO: uroce_ctx_slot */
 };
@@ -1069,6 +1070,7 @@ static void worker_main(int sk)
 				r.rcvd += uroce_eng_counter(e, UROCE_CNT_RCVD_PKTS);
 				r.retrans += uroce_eng_counter(e, UROCE_CNT_RETRANSMITTED_PKTS);
 				uroce_ctx_unlock(W->ctx[c]);
+				r.gro += uroce_ctx_io_counter(W->ctx[c], UROCE_IO_RX_GRO);
 			}
 			break;
 		case OP_EXIT:
@@ -1307,6 +1309,18 @@ static void test_procs(const char *rundir)
 		exchange(&ca, 12 + (uint32_t)round * 10);
 	}
 	no_strays((struct proc *[]){&A, &B, &C}, 3, "three processes");
+	/*
+	 * On loopback GRO stays on while the group is shared (src/host/udp.c): each process took
+	 * in some of the others' multi-packet GSO sends (a 5000-byte WRITE is five packets) whole.
+	 */
+	struct proc *abc[] = {&A, &B, &C};
+
+	for (int i = 0; i < 3; i++) {
+		struct rep r = call(abc[i], (struct cmd){.op = OP_CNT});
+
+		CHECKF(r.rc == 0 && r.gro > 0, "%c: no GRO datagram received while shared",
+		       abc[i]->name);
+	}
 
 	/* B (index 1) leaves: C moves from index 2 into index 1. */
 	bye(&B);
