@@ -5,7 +5,8 @@
 # (RoCE v2 and RoCE v1) and iperf3 / sockperf over the kernel's TCP, on the same paths:
 #   mtu1500   two network namespaces joined by veth, MTU 1500 (RoCE active MTU 1024)
 #   mtu9000   the same at MTU 9000 (active MTU 4096)
-#   lo        loopback inside one namespace (client and server share the device)
+#   lo        loopback inside one namespace (client and server share the device; RoCE v2 only:
+#             RoCE v1 frames need an Ethernet interface)
 # Each figure is measured -r times; the report gives medians, the uroce/TCP ratio per row, CPU
 # per side (getrusage of each process through /usr/bin/time) and uroce's memory per QP (RSS with
 # 8 QPs against 1). Writes results.md (Markdown tables), results.tsv (every run), compare.png and
@@ -163,18 +164,27 @@ while [ $# -gt 0 ]; do
 	esac
 done
 
+# The RoCE versions run on a path: v1 (AF_PACKET, Ethernet frames) not on loopback.
+roce_on() {
+	local tr
+	for tr in v2 v1; do
+		has "$TRANSPORTS" $tr || continue
+		[ "$1" = lo ] && [ $tr = v1 ] && continue
+		echo $tr
+	done
+}
+
 # The plan: one line per run, "KIND PATH TRANSPORT TEST SIZE QPS MODE REP", repetitions
 # outermost within a path so that drift (other load on the machine) spreads over all cases.
 has() { [[ " $1 " == *" $2 "* ]]; }
 plan() {
-	local path rep t tr s q m any_bw=0 any_lat=0 roce=
+	local path rep t tr s q m any_bw=0 any_lat=0
 	for t in $TESTS; do
 		case $t in
 		*_bw) any_bw=1 ;;
 		*_lat) any_lat=1 ;;
 		esac
 	done
-	for tr in v2 v1; do has "$TRANSPORTS" $tr && roce+="${roce:+ }$tr"; done
 	for path in $PATHS; do
 		for rep in $(seq "$REPS"); do
 			for t in $TESTS; do
@@ -182,13 +192,15 @@ plan() {
 				*_bw)
 					for s in $SIZES; do
 						for q in $QPS; do
-							for tr in $roce; do echo "perftest $path $tr $t $s $q - $rep"; done
+							for tr in $(roce_on "$path"); do
+								echo "perftest $path $tr $t $s $q - $rep"
+							done
 						done
 					done
 					;;
 				*_lat)
 					for m in $MODES; do
-						for tr in $roce; do echo "perftest $path $tr $t 8 1 $m $rep"; done
+						for tr in $(roce_on "$path"); do echo "perftest $path $tr $t 8 1 $m $rep"; done
 					done
 					;;
 				esac
@@ -205,7 +217,7 @@ plan() {
 }
 
 PLAN=$(plan)
-[ -n "$PLAN" ] || bad "nothing to run with these --transports/--tests"
+[ -n "$PLAN" ] || bad "nothing to run with these --transports/--tests/--paths (RoCE v1 does not run on lo)"
 if [ $LIST_ONLY = 1 ]; then
 	echo "$PLAN"
 	exit 0
@@ -318,8 +330,7 @@ path_setup() { # PATH: prints nothing; sets the variables above or SETUP_ERR
 	esac
 	SRV=$a
 	local rd g addr
-	for tr in v2 v1; do
-		has "$TRANSPORTS" $tr || continue
+	for tr in $(roce_on "$path"); do
 		for side in a b; do
 			if [ "$path" = lo ] && [ $side = b ]; then
 				# One namespace: both sides share the device and its run-time directory.

@@ -87,12 +87,13 @@ plan() { # EXPECTED-LINES ARGS...
 		ok "--list $*: $got runs"
 	fi
 }
-# 3 paths x 3 reps x (3 bw x 2 sizes x 2 QP counts x 2 RoCE + 2 lat x 2 modes x 2 RoCE
-# + 2 iperf3 + 2 sockperf)
-plan 324
-plan 24 --quick
-plan 48 --quick -r 2
-plan 8 --quick --paths lo
+# 3 reps x (3 paths x (3 bw x 2 sizes x 2 QP counts + 2 lat x 2 modes) x RoCE v2, the same on
+# the 2 veth paths over v1, 3 paths x (2 iperf3 + 2 sockperf))
+plan 276
+plan 21 --quick
+plan 42 --quick -r 2
+plan 5 --quick --paths lo
+bad --quick --paths lo --transports v1 "|" "nothing to run"
 plan 6 --quick --transports tcp
 plan 2 --tests=send_lat --transports=tcp --paths lo --modes busy,event -r 1
 plan 4 --paths mtu9000 --transports v1 --tests read_bw --sizes 4096,65536 --qps 1,8 -r 1
