@@ -7,6 +7,8 @@
 #   mtu9000   the same at MTU 9000 (active MTU 4096)
 #   lo        loopback inside one namespace (client and server share the device; RoCE v2 only:
 #             RoCE v1 frames need an Ethernet interface)
+# With the throughput tests it also measures the ceiling of uroce's RoCE v2 data path on each
+# path: kernel UDP with GSO/GRO doing a RoCE packet's unavoidable work per byte (udp_ceiling.c).
 # Each figure is measured -r times; the report gives medians, the uroce/TCP ratio per row, CPU
 # per side (getrusage of each process through /usr/bin/time) and uroce's memory per QP (RSS with
 # 8 QPs against 1). Writes results.md (Markdown tables), results.tsv (every run), compare.png and
@@ -24,7 +26,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/.." && pwd)
 
 ALL_PATHS="mtu1500 mtu9000 lo"
-ALL_TRANSPORTS="v2 v1 tcp"
+ALL_TRANSPORTS="v2 v1 tcp udp"
 ALL_TESTS="write_bw read_bw send_bw send_lat write_lat"
 ALL_MODES="busy event"
 
@@ -44,7 +46,8 @@ veth at MTU 1500, veth at MTU 9000 and loopback. Needs root.
   --quick             a smoke run of about a minute: -r 1 -D 2 -n 5000, write_bw and
                       send_lat only, 64 KiB, busy-poll (options after it still apply)
   --paths LIST        comma-separated subset of: ${ALL_PATHS// /,}
-  --transports LIST   subset of: ${ALL_TRANSPORTS// /,}  (tcp: iperf3 and sockperf)
+  --transports LIST   subset of: ${ALL_TRANSPORTS// /,}  (tcp: iperf3 and sockperf; udp:
+                      the ceiling of uroce's RoCE v2 data path, bench/udp_ceiling, with *_bw)
   --tests LIST        subset of: ${ALL_TESTS// /,}
                       (ib_<test>; TCP throughput runs with any *_bw, latency with any *_lat)
   --sizes LIST        message sizes in bytes for the *_bw tests (default 4096,65536)
@@ -205,6 +208,9 @@ plan() {
 					;;
 				esac
 			done
+			if has "$TRANSPORTS" udp && [ $any_bw = 1 ]; then
+				echo "ceiling $path udp ceiling 0 1 - $rep"
+			fi
 			has "$TRANSPORTS" tcp || continue
 			if [ $any_bw = 1 ]; then
 				for s in $SIZES; do echo "iperf3 $path tcp iperf3 $s 1 - $rep"; done
@@ -240,6 +246,10 @@ fi
 for c in "${need[@]}"; do
 	command -v "$c" >/dev/null || cannot "'$c' is not installed: run scripts/setup"
 done
+CEILING=$(dirname "$UROCE")/bench/udp_ceiling
+if has "$TRANSPORTS" udp && [[ $TESTS == *_bw* ]]; then
+	[ -x "$CEILING" ] || cannot "no $CEILING: run scripts/build release (or leave out --transports udp)"
+fi
 if [ $PLOT = 1 ]; then
 	/usr/bin/python3 -c 'import matplotlib' 2>/dev/null ||
 		cannot "python3-matplotlib is not installed: run scripts/setup (or pass --no-plot)"
@@ -360,10 +370,11 @@ path_setup() { # PATH: prints nothing; sets the variables above or SETUP_ERR
 
 # ---- one run --------------------------------------------------------------------------------
 PORT=20000
-wait_listen() { # NS PORT SERVER-PID: bounded poll (20 s)
-	local _
+wait_listen() { # NS PORT SERVER-PID: bounded poll (20 s) for a TCP listener (LISTEN_UDP=1: UDP)
+	local _ opt=-ltnH
+	[ "$LISTEN_UDP" = 1 ] && opt=-lunH
 	for _ in $(seq 400); do
-		ip netns exec "$1" ss -ltnH "sport = :$2" | grep . >/dev/null && return 0
+		ip netns exec "$1" ss $opt "sport = :$2" | grep . >/dev/null && return 0
 		kill -0 "$3" 2>/dev/null || return 1
 		sleep 0.05
 	done
@@ -397,7 +408,7 @@ record() { # KIND PATH TR TEST SIZE QPS MODE REP STATUS V1 V2 V3 CPU-CLI CPU-SRV
 # Start SERVER_CMD in the background, wait for its port, run CLIENT_CMD; each under getrusage
 # (/usr/bin/time) and bounded by timeout(1). Sets CST and SST, the statuses. STOP=1: the server
 # runs until stopped (sockperf), so it is stopped once the client is done.
-SERVER_CMD=() CLIENT_CMD=()
+SERVER_CMD=() CLIENT_CMD=() LISTEN_UDP=0
 client_server() { # PREFIX NS-SERVER RUNDIR-SERVER NS-CLIENT RUNDIR-CLIENT TIMEOUT STOP
 	local p=$1 nss=$2 rds=$3 nsc=$4 rdc=$5 tmo=$6 stop=$7
 	# Not through a shell function: $! is then /usr/bin/time itself (ip and env exec), whose
@@ -406,7 +417,7 @@ client_server() { # PREFIX NS-SERVER RUNDIR-SERVER NS-CLIENT RUNDIR-CLIENT TIMEO
 		timeout -k 5 "$tmo" "${SERVER_CMD[@]}" >"$p.srv.out" 2>"$p.srv.err" &
 	SERVER=$!
 	if ! wait_listen "$nss" "$PORT" "$SERVER"; then
-		echo "server did not listen on TCP port $PORT" >>"$p.srv.err"
+		echo "server did not listen on port $PORT" >>"$p.srv.err"
 		stop_server "$SERVER"
 		SST=$? CST=-1 SERVER=
 		return
@@ -467,6 +478,18 @@ try:
     print("%.3f - -" % (json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"] / 1e9))
 except Exception:
     pass' "$p.cli.out")
+		;;
+	ceiling)
+		# RoCE-sized datagrams (BTH, payload of the path's RoCE MTU, ICRC) over UDP GSO/GRO
+		# with a CRC on each side and a copy on receive: uroce's data path without uroce.
+		local seg=4112
+		[ "$path" = mtu1500 ] && seg=1040
+		SERVER_CMD=("$CEILING" recv "$SRV" "$PORT" "$seg")
+		CLIENT_CMD=("$CEILING" send "$SRV" "$PORT" "$seg" $((DUR * 1000)))
+		LISTEN_UDP=1
+		client_server "$p" "$NSA" "$W" "$NSB" "$W" "$tmo" 0
+		LISTEN_UDP=0
+		vals=$(sed -nE 's/^received ([0-9.]+) Gbit\/s.*crc_bad 0,.*/\1 - -/p' "$p.srv.out")
 		;;
 	sockperf)
 		# The server runs until stopped: the client's status is the run's.

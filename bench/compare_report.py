@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""The report of bench/compare.sh: medians, uroce/TCP ratios, CPU and memory per QP.
+"""The report of bench/compare.sh: medians, uroce/TCP ratios, the UDP ceiling, CPU, memory per QP.
 
 Reads results.tsv (one line per run, written by compare.sh), writes the Markdown tables (--out)
 and, with --plot, a PNG: throughput against message size per transport, and latency
@@ -125,6 +125,29 @@ def throughput_table(groups, out):
     out.append("")
 
 
+def ceiling_table(groups, out):
+    paths = [p for p in PATHS if (p, "udp", "ceiling", 0, 1, "-") in groups]
+    if not paths:
+        return
+    out.append("### Ceiling: kernel UDP with GSO and GRO (Gbit/s of payload)\n")
+    out.append("bench/udp_ceiling: datagrams of a RoCE packet's size (the path's RoCE MTU of "
+               "payload between a 12-byte header and a 4-byte CRC) in 64 KiB GSO sends, received "
+               "with GRO; a CRC computed by the sender and checked by the receiver, and each "
+               "payload copied once more on receive: the work per byte of uroce's RoCE v2 data "
+               "path, without RDMA. Ratios: RoCE v2 ib_write_bw (64 KiB, 1 QP) and one iperf3 "
+               "stream (64 KiB writes) against it.\n")
+    out.append("| path | UDP ceiling | CPU | RoCE v2 write_bw / ceiling | TCP / ceiling |")
+    out.append("|---|---|---|---|---|")
+    for path in paths:
+        gc = groups[(path, "udp", "ceiling", 0, 1, "-")]
+        g2 = groups.get((path, "v2", "write_bw", 65536, 1, "-"))
+        gt = groups.get((path, "tcp", "iperf3", 65536, 1, "-"))
+        out.append("| %s | %s | %s | %s | %s |" % (
+            PATHS[path], value_cell(gc, ["v1"], 2), cpu_cell(gc), ratio_cell(g2, gc, "v1"),
+            ratio_cell(gt, gc, "v1")))
+    out.append("")
+
+
 def latency_table(groups, out):
     rows = sorted({(k[0], k[2], k[5]) for k in groups if k[1] in ROCE and k[2].endswith("_lat")},
                   key=lambda r: (list(PATHS).index(r[0]), r[1], r[2]))
@@ -204,15 +227,16 @@ def failures(groups, out):
     out.append("| path | transport | case | failed | error |")
     out.append("|---|---|---|---|---|")
     for (path, tr, test, size, qps, mode), g in bad:
-        case = test if tr == "tcp" else "ib_" + test
-        case += " %s" % sizes_label(size)
+        case = test if tr in ("tcp", "udp") else "ib_" + test
+        if test != "ceiling":
+            case += " %s" % sizes_label(size)
         if qps > 1:
             case += " -q %d" % qps
         if mode != "-":
             case += " " + ("busy-poll" if mode == "busy" else "-e")
         texts = list(OrderedDict.fromkeys(e for e in g.errors if e))
         out.append("| %s | %s | %s | %d/%d | %s |" % (
-            PATHS.get(path, path), ROCE.get(tr, "TCP"), case, len(g.errors), g.runs,
+            PATHS.get(path, path), ROCE.get(tr, tr.upper()), case, len(g.errors), g.runs,
             " // ".join(texts).replace("|", "\\|")))
     out.append("")
 
@@ -240,6 +264,10 @@ def plot(groups, file):
             ax.plot([p[0] for p in pts], [p[1] for p in pts], color=colors[tr],
                     marker=markers.get(test, "x"), linestyle="--" if qps > 1 else "-",
                     label=label)
+        gc = groups.get((path, "udp", "ceiling", 0, 1, "-"))
+        if gc is not None and gc.ok:
+            ax.axhline(gc.median("v1"), color="gray", linestyle=":",
+                       label="UDP GSO/GRO ceiling (udp_ceiling)")
         ax.set_xscale("log", base=2)
         ax.set_xlabel("message size (bytes)")
         ax.set_ylabel("Gbit/s")
@@ -299,6 +327,7 @@ def main():
                a.machine, a.reps, a.duration, a.lat_iters, a.duration,
                "; uroce progress thread busy-polling" if a.progress_busy_poll else ""), ""]
     throughput_table(groups, out)
+    ceiling_table(groups, out)
     latency_table(groups, out)
     memory_table(groups, out)
     failures(groups, out)

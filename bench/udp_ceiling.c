@@ -1,0 +1,313 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The ceiling of uroce's RoCE v2 data path on a given path: kernel UDP with GSO and GRO moving
+ * RoCE-sized datagrams and doing the least uroce must do per byte, with no RDMA logic at all.
+ *
+ *   udp_ceiling recv ADDR PORT SEG [--no-crc]
+ *   udp_ceiling send ADDR PORT SEG MS [--no-crc] [--corrupt-every N]
+ *
+ * Each datagram is SEG bytes, like a RoCE packet: a 12-byte header (a sequence number where a
+ * BTH would be), payload, and a 4-byte CRC-32 over header and payload where the ICRC would be
+ * (ISA-L, as uroce's ICRC). The sender, for MS milliseconds, cuts a 64 KiB source buffer into payloads and sends them
+ * as UDP GSO sends of as many segments as fit 64 KiB, as uroce's UDP backend does; with --crc
+ * (the default) it computes each segment's CRC. The receiver takes datagrams in with UDP GRO and
+ * recvmmsg, splits them, checks each CRC and copies each payload into a 1 MiB buffer (where
+ * uroce would place an RDMA WRITE), so the payload is touched as in uroce: the kernel's copy
+ * in and out, a CRC on each side, one copy into "registered memory". --corrupt-every N flips a
+ * payload byte after the CRC in every Nth segment (the receiver must count those).
+ *
+ * The sender ends with a few short datagrams; the receiver stops at the first (or after 3 s
+ * without data) and prints one line: payload Gbit/s from its first to its last data datagram,
+ * segments, datagrams, CRC mismatches and sequence gaps (lost segments).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/udp.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "wire/icrc.h"
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
+
+#define HDR	 12
+#define TRAILER	 4
+#define MAX_SEGS 64
+#define MAX_SEND 65507u
+#define SRC_SIZE (64u << 10)
+#define DST_SIZE (1u << 20)
+#define RX_SLOTS 8
+#define RX_SLOT	 (64u << 10)
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int usage(void)
+{
+	fputs("usage: udp_ceiling recv ADDR PORT SEG [--no-crc]\n"
+	      "       udp_ceiling send ADDR PORT SEG MS [--no-crc] [--corrupt-every N]\n"
+	      "SEG: datagram size, 17 to 8192 (a RoCE packet's: 1040 at MTU 1024, 4112 at 4096)\n",
+	      stderr);
+	return 2;
+}
+
+/* A decimal number in [lo, hi], or -1. */
+static long number(const char *s, long lo, long hi)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi)
+		return -1;
+	return v;
+}
+
+static int addr_of(const char *host, long port, struct sockaddr_in *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->sin_family = AF_INET;
+	a->sin_port = htons((uint16_t)port);
+	return inet_pton(AF_INET, host, &a->sin_addr) == 1 ? 0 : -1;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static int do_send(const struct sockaddr_in *dst, uint32_t seg, double secs, bool crc,
+		   long corrupt_every)
+{
+	static uint8_t src[SRC_SIZE], hdr[MAX_SEGS][HDR], trl[MAX_SEGS][TRAILER];
+	static struct iovec iov[3 * MAX_SEGS];
+	uint32_t pay = seg - HDR - TRAILER, nseg = MAX_SEND / seg, seq = 0, off = 0;
+	uint64_t end, sent = 0;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0) {
+		perror("udp_ceiling: socket");
+		return 1;
+	}
+	int sz = 4 << 20;
+
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	if (nseg > MAX_SEGS)
+		nseg = MAX_SEGS;
+	for (uint32_t i = 0; i < SRC_SIZE; i++)
+		src[i] = (uint8_t)(i * 131u + 7u);
+	end = now_ns() + (uint64_t)(secs * 1e9);
+	while (now_ns() < end) {
+		for (uint32_t k = 0; k < nseg; k++) {
+			uint8_t *p;
+
+			if (off + pay > SRC_SIZE)
+				off = 0;
+			p = src + off;
+			memset(hdr[k], 0, HDR);
+			put32(hdr[k], seq);
+			put32(hdr[k] + 4, off);
+			if (crc) {
+				uint32_t c = uroce_icrc_update(0, hdr[k], HDR);
+
+				put32(trl[k], uroce_icrc_update(c, p, pay));
+			}
+			iov[3 * k] = (struct iovec){hdr[k], HDR};
+			iov[3 * k + 1] = (struct iovec){p, pay};
+			iov[3 * k + 2] = (struct iovec){trl[k], TRAILER};
+			if (corrupt_every && seq % (uint32_t)corrupt_every == 0)
+				hdr[k][8] ^= 0x5A; /* after the CRC: the receiver must see it */
+			seq++;
+			off += pay;
+		}
+		struct {
+			_Alignas(struct cmsghdr) char buf[CMSG_SPACE(sizeof(uint16_t))];
+		} u;
+		struct sockaddr_in to = *dst;
+		struct msghdr m = {.msg_name = &to,
+				   .msg_namelen = sizeof(to),
+				   .msg_iov = iov,
+				   .msg_iovlen = 3 * nseg,
+				   .msg_control = u.buf,
+				   .msg_controllen = sizeof(u.buf)};
+		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+		uint16_t gs = (uint16_t)seg;
+
+		memset(u.buf, 0, sizeof(u.buf));
+		c->cmsg_level = SOL_UDP;
+		c->cmsg_type = UDP_SEGMENT;
+		c->cmsg_len = CMSG_LEN(sizeof(gs));
+		memcpy(CMSG_DATA(c), &gs, sizeof(gs));
+		if (sendmsg(fd, &m, 0) < 0) {
+			if (errno == ENOBUFS || errno == EAGAIN || errno == ECONNREFUSED)
+				continue;
+			perror("udp_ceiling: sendmsg");
+			close(fd);
+			return 1;
+		}
+		sent += (uint64_t)nseg * pay;
+	}
+	for (int i = 0; i < 5; i++) /* the end: datagrams shorter than a header */
+		sendto(fd, "end", 3, 0, (const struct sockaddr *)dst, sizeof(*dst));
+	printf("sent %llu payload bytes in %u-byte segments, %u per send\n",
+	       (unsigned long long)sent, seg, nseg);
+	close(fd);
+	return 0;
+}
+
+static int do_recv(const struct sockaddr_in *me, uint32_t seg, bool crc)
+{
+	static uint8_t slot[RX_SLOTS][RX_SLOT], dst[DST_SIZE];
+	static struct {
+		_Alignas(struct cmsghdr) char buf[CMSG_SPACE(sizeof(int))];
+	} ctl[RX_SLOTS];
+	struct mmsghdr mm[RX_SLOTS];
+	struct iovec iov[RX_SLOTS];
+	uint32_t pay = seg - HDR - TRAILER, next = 0;
+	uint64_t bytes = 0, segs = 0, dgrams = 0, bad = 0, gaps = 0, first = 0, last = 0;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), one = 1, sz = 32 << 20, gro;
+	bool done = false;
+
+	if (fd < 0 || bind(fd, (const struct sockaddr *)me, sizeof(*me)) < 0) {
+		perror("udp_ceiling: bind");
+		return 1;
+	}
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)) < 0)
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	if (setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof(one)) < 0)
+		perror("udp_ceiling: UDP_GRO (receiving one datagram per packet)");
+	printf("listening\n");
+	fflush(stdout);
+	while (!done) {
+		struct pollfd pf = {.fd = fd, .events = POLLIN};
+
+		if (poll(&pf, 1, 3000) != 1)
+			break; /* 3 s without anything: the sender is gone */
+		for (int i = 0; i < RX_SLOTS; i++) {
+			iov[i] = (struct iovec){slot[i], RX_SLOT};
+			mm[i].msg_hdr = (struct msghdr){.msg_iov = &iov[i],
+							.msg_iovlen = 1,
+							.msg_control = ctl[i].buf,
+							.msg_controllen = sizeof(ctl[i].buf)};
+		}
+		int n = recvmmsg(fd, mm, RX_SLOTS, MSG_DONTWAIT, NULL);
+
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				continue;
+			perror("udp_ceiling: recvmmsg");
+			break;
+		}
+		for (int i = 0; i < n && !done; i++) {
+			uint32_t len = mm[i].msg_len, gs = len;
+
+			for (struct cmsghdr *c = CMSG_FIRSTHDR(&mm[i].msg_hdr); c;
+			     c = CMSG_NXTHDR(&mm[i].msg_hdr, c)) {
+				if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+					memcpy(&gro, CMSG_DATA(c), sizeof(gro));
+					gs = (uint32_t)gro;
+				}
+			}
+			if (len < HDR + TRAILER) {
+				done = true;
+				break;
+			}
+			if (!first)
+				first = now_ns();
+			dgrams++;
+			if (gs != seg || len % seg) {
+				bad++; /* not what the sender sends */
+				continue;
+			}
+			for (uint32_t o = 0; o < len; o += seg) {
+				const uint8_t *p = slot[i] + o;
+				uint32_t seq = get32(p), at = get32(p + 4);
+
+				if (crc && uroce_icrc_update(uroce_icrc_update(0, p, HDR), p + HDR,
+							     pay) != get32(p + HDR + pay)) {
+					bad++;
+					continue;
+				}
+				if (seq != next)
+					gaps++;
+				next = seq + 1;
+				memcpy(dst + (at % (DST_SIZE - pay)), p + HDR, pay);
+				bytes += pay;
+				segs++;
+			}
+			last = now_ns();
+		}
+	}
+	double s = last > first ? (double)(last - first) / 1e9 : 0;
+
+	printf("received %.2f Gbit/s of payload (%llu bytes in %.2f s), %llu segments in %llu "
+	       "datagrams, crc_bad %llu, gaps %llu\n",
+	       s > 0 ? (double)bytes * 8 / s / 1e9 : 0.0, (unsigned long long)bytes, s,
+	       (unsigned long long)segs, (unsigned long long)dgrams, (unsigned long long)bad,
+	       (unsigned long long)gaps);
+	close(fd);
+	return segs ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+	struct sockaddr_in a;
+	bool crc = true, send = argc > 1 && !strcmp(argv[1], "send");
+	long port, seg, corrupt = 0;
+	double secs = 0;
+	int fixed = send ? 6 : 5;
+
+	if (argc < fixed || (!send && strcmp(argv[1], "recv")))
+		return usage();
+	port = number(argv[3], 1, 65535);
+	seg = number(argv[4], HDR + TRAILER + 1, 8192);
+	if (port < 0 || seg < 0 || addr_of(argv[2], port, &a))
+		return usage();
+	if (send) {
+		long ms = number(argv[5], 1, 3600000);
+
+		if (ms < 0)
+			return usage();
+		secs = (double)ms / 1000;
+	}
+	for (int i = fixed; i < argc; i++) {
+		if (!strcmp(argv[i], "--no-crc"))
+			crc = false;
+		else if (send && !strcmp(argv[i], "--corrupt-every") && i + 1 < argc &&
+			 (corrupt = number(argv[i + 1], 1, 1000000)) > 0)
+			i++;
+		else
+			return usage();
+	}
+	if (send)
+		return do_send(&a, (uint32_t)seg, secs, crc, corrupt);
+	return do_recv(&a, (uint32_t)seg, crc);
+}
