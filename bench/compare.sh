@@ -354,7 +354,7 @@ path_setup() { # PATH: prints nothing; sets the variables above or SETUP_ERR
 			rd=$W/run-$path-$tr-$side
 			mkdir -p "$rd"
 			dev=uroce_$ifc # the automatic device
-			if [ $tr = v1 ]; then
+			if [ "$tr" = v1 ]; then
 				dev=urv1_$ifc
 				in_ns "$ns" "$rd" "$UROCE" link add "$dev" netdev "$ifc" roce v1 >"$W/link.err" 2>&1 ||
 					SETUP_ERR+="$tr: uroce link add $dev: $(head -n 1 "$W/link.err"); "
