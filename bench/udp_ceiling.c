@@ -37,13 +37,6 @@
 
 #include "wire/icrc.h"
 
-#ifndef UDP_SEGMENT
-#define UDP_SEGMENT 103
-#endif
-#ifndef UDP_GRO
-#define UDP_GRO 104
-#endif
-
 #define HDR	 12
 #define TRAILER	 4
 #define MAX_SEGS 64

@@ -321,6 +321,19 @@ static void ud(void)
 	uroce_eng_destroy(b.e);
 }
 
+/* Nodes a and b with connections at path MTU mtu, abuf and bbuf registered (b's at 0x10000). */
+static void two_nodes(enum uroce_mtu mtu, struct node *a, struct node *b, struct uroce_mr **amr,
+		      struct uroce_mr **bmr)
+{
+	unsigned acc = UROCE_ACCESS_LOCAL_WRITE | UROCE_ACCESS_REMOTE_WRITE;
+
+	path_mtu = mtu;
+	node_init(a, 1);
+	node_init(b, 2);
+	CHECK(uroce_mr_reg(a->pd, abuf, sizeof(abuf), (uintptr_t)abuf, acc, amr) == 0);
+	CHECK(uroce_mr_reg(b->pd, bbuf, sizeof(bbuf), 0x10000, acc, bmr) == 0);
+}
+
 /*
  * Two QPs each with a 512 KiB RDMA WRITE to send: one transmit call gives each QP turns of
  * `turn` packets (what one UDP GSO send can carry), alternating.
@@ -330,14 +343,9 @@ static void turns(enum uroce_mtu mtu, int turn)
 	struct node a, b;
 	struct uroce_mr *amr, *bmr;
 	struct uroce_qp *qa[2], *qb[2];
-	unsigned acc = UROCE_ACCESS_LOCAL_WRITE | UROCE_ACCESS_REMOTE_WRITE;
 	static struct uroce_tx_pkt tx[256];
 
-	path_mtu = mtu;
-	node_init(&a, 1);
-	node_init(&b, 2);
-	CHECK(uroce_mr_reg(a.pd, abuf, sizeof(abuf), (uintptr_t)abuf, acc, &amr) == 0);
-	CHECK(uroce_mr_reg(b.pd, bbuf, sizeof(bbuf), 0x10000, acc, &bmr) == 0);
+	two_nodes(mtu, &a, &b, &amr, &bmr);
 	for (int i = 0; i < 2; i++) {
 		qa[i] = qp_make(&a, UROCE_QPT_RC);
 		qb[i] = qp_make(&b, UROCE_QPT_RC);
@@ -378,14 +386,9 @@ static void window(enum uroce_mtu mtu, int want)
 {
 	struct node a, b;
 	struct uroce_mr *amr, *bmr;
-	unsigned acc = UROCE_ACCESS_LOCAL_WRITE | UROCE_ACCESS_REMOTE_WRITE;
 	static struct uroce_tx_pkt tx[256];
 
-	path_mtu = mtu;
-	node_init(&a, 1);
-	node_init(&b, 2);
-	CHECK(uroce_mr_reg(a.pd, abuf, sizeof(abuf), (uintptr_t)abuf, acc, &amr) == 0);
-	CHECK(uroce_mr_reg(b.pd, bbuf, sizeof(bbuf), 0x10000, acc, &bmr) == 0);
+	two_nodes(mtu, &a, &b, &amr, &bmr);
 	struct uroce_qp *qa = qp_make(&a, UROCE_QPT_RC), *qb = qp_make(&b, UROCE_QPT_RC);
 
 	connect(qa, &b, uroce_qp_num(qb), true);
