@@ -34,8 +34,12 @@ run() {
 		kill -0 "$rx" 2>/dev/null || break
 		read -r -t 0.01 <> <(:) || true
 	done
-	grep -q listening "$T/$name.rx" || { fail "$name: receiver did not start: $(cat "$T/$name.rx")"; return; }
-	"$BIN" send 127.0.0.1 "$port" "$seg" 300 "$@" >"$T/$name.tx" 2>&1 || fail "$name: sender: $(cat "$T/$name.tx")"
+	if ! grep -q listening "$T/$name.rx"; then
+		fail "$name: receiver did not start: $(cat "$T/$name.rx")"
+		return
+	fi
+	"$BIN" send 127.0.0.1 "$port" "$seg" 300 "$@" >"$T/$name.tx" 2>&1 ||
+		fail "$name: sender: $(cat "$T/$name.tx")"
 	wait "$rx"
 	echo "$name: $(tail -n 1 "$T/$name.rx")"
 }

@@ -8,13 +8,14 @@
  *
  * Each datagram is SEG bytes, like a RoCE packet: a 12-byte header (a sequence number where a
  * BTH would be), payload, and a 4-byte CRC-32 over header and payload where the ICRC would be
- * (ISA-L, as uroce's ICRC). The sender, for MS milliseconds, cuts a 64 KiB source buffer into payloads and sends them
- * as UDP GSO sends of as many segments as fit 64 KiB, as uroce's UDP backend does; with --crc
- * (the default) it computes each segment's CRC. The receiver takes datagrams in with UDP GRO and
- * recvmmsg, splits them, checks each CRC and copies each payload into a 1 MiB buffer (where
- * uroce would place an RDMA WRITE), so the payload is touched as in uroce: the kernel's copy
- * in and out, a CRC on each side, one copy into "registered memory". --corrupt-every N flips a
- * payload byte after the CRC in every Nth segment (the receiver must count those).
+ * (ISA-L, as uroce's ICRC). For MS milliseconds the sender cuts a 64 KiB source buffer into
+ * payloads and sends them as UDP GSO sends of as many segments as fit 64 KiB, as uroce's UDP
+ * backend does, computing each segment's CRC (unless --no-crc). The receiver takes datagrams in
+ * with UDP GRO and recvmmsg, splits them, checks each CRC and copies each payload into a 1 MiB
+ * buffer (where uroce would place an RDMA WRITE), so the payload is touched as in uroce: the
+ * kernel's copy in and out, a CRC on each side, one copy into "registered memory".
+ * --corrupt-every N changes a header byte after the CRC in every Nth segment (the receiver must
+ * count those).
  *
  * The sender ends with a few short datagrams; the receiver stops at the first (or after 3 s
  * without data) and prints one line: payload Gbit/s from its first to its last data datagram,

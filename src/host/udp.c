@@ -131,8 +131,8 @@ struct udp_be {
 	int batch;  /* datagrams per recvmmsg */
 	int tbatch; /* packets per send burst */
 	uint32_t slot;
-	bool want_gro;	/* GRO allowed (cfg); on per socket while the group has one member */
-	bool gro_shared; /* ... or always: the interface is loopback (see the top of the file) */
+	bool want_gro;	   /* GRO allowed (cfg); on per socket while the group has one member */
+	bool gro_shared;   /* ... or always: the interface is loopback (see the top of the file) */
 	bool gso_once_off; /* the next send goes one datagram per packet (a GSO send failed) */
 	int rx_rr; /* socket to read first, round robin */
 	const struct uroce_share_cfg *share; /* during open only */
@@ -222,8 +222,7 @@ static bool is_loopback(int ifindex)
 /* GRO on while the socket is alone in its group, or on loopback (see the top of the file). */
 static void update_gro(const struct udp_be *b, struct udp_sock *s)
 {
-	bool on = b->want_gro &&
-		  (!s->share || b->gro_shared || uroce_share_members(s->share) <= 1);
+	bool on = b->want_gro && (!s->share || b->gro_shared || uroce_share_members(s->share) <= 1);
 
 	if (on != s->gro && setint(s->fd, SOL_UDP, UDP_GRO, on) == 0)
 		s->gro = on;

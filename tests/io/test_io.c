@@ -389,7 +389,9 @@ static void gso_burst(struct uroce_backend *a, struct uroce_backend *b,
 
 	for (int i = 0; i < N; i++) {
 		bool last = i % RUN == RUN - 1, last_run = i >= N - RUN;
-		uint32_t qpn = i % RUN < HALF ? 0x123 : last_run ? 0x123 + UROCE_SHARE_SLOT_QPNS : 0x124;
+		uint32_t qpn = i % RUN < HALF ? 0x123
+			       : last_run     ? 0x123 + UROCE_SHARE_SLOT_QPNS
+					      : 0x124;
 
 		make_pkt_to(&sent[i], last ? UROCE_OP_RC_WRITE_LAST : UROCE_OP_RC_WRITE_MIDDLE,
 			    3000u + (unsigned)i, last ? 100 : 1024, qpn);

@@ -791,7 +791,7 @@ struct rep {
 	uint32_t qpn, rkey;
 	uint64_t addr;
 	uint64_t drop_no_qp, rcvd, retrans;
-	uint64_t gro; /* OP_CNT: datagrams of several packets received (UDP GRO) */
+	uint64_t gro;	/* OP_CNT: datagrams of several packets received (UDP GRO) */
 	uint64_t io_rx; /* OP_IO: datagrams or frames context 0's backends took in */
 	uint32_t slot;	/* OP_IO: uroce_ctx_slot */
 };

@@ -394,9 +394,12 @@ static void window(enum uroce_mtu mtu, int want)
 	connect(qa, &b, uroce_qp_num(qb), true);
 	connect(qb, &a, uroce_qp_num(qa), true);
 	for (int i = 0; i < 2; i++) {
-		struct uroce_sge ss = {.addr = (uintptr_t)abuf, .length = sizeof(abuf),
+		struct uroce_sge ss = {.addr = (uintptr_t)abuf,
+				       .length = sizeof(abuf),
 				       .lkey = uroce_mr_lkey(amr)};
-		struct uroce_send_wr swr = {.wr_id = 1, .sg_list = &ss, .num_sge = 1,
+		struct uroce_send_wr swr = {.wr_id = 1,
+					    .sg_list = &ss,
+					    .num_sge = 1,
 					    .opcode = UROCE_WR_RDMA_WRITE},
 				     *sbad;
 
