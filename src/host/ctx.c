@@ -332,6 +332,13 @@ static void drain_events(struct uroce_ctx *c)
 			c->on_event(c->arg, &ev);
 }
 
+/* I/O counter k summed over the context's backends. Lock held. */
+static uint64_t io_count(const struct uroce_ctx *c, enum uroce_io_counter k)
+{
+	return (c->v2 ? uroce_backend_counter(c->v2, k) : 0) +
+	       (c->v1 ? uroce_backend_counter(c->v1, k) : 0);
+}
+
 static void stats_flush(struct uroce_ctx *c)
 {
 	uint64_t delta[UROCE_CNT_MAX];
@@ -349,8 +356,7 @@ static void stats_flush(struct uroce_ctx *c)
 	uint64_t io[UROCE_IO_CNT_MAX];
 
 	for (int k = 0; k < UROCE_IO_CNT_MAX; k++) {
-		uint64_t v = (c->v2 ? uroce_backend_counter(c->v2, (enum uroce_io_counter)k) : 0) +
-			     (c->v1 ? uroce_backend_counter(c->v1, (enum uroce_io_counter)k) : 0);
+		uint64_t v = io_count(c, (enum uroce_io_counter)k);
 
 		io[k] = v - c->io_sent[k]; /* a backend closed took its counts out (rebind_v2) */
 		c->io_sent[k] = v;
@@ -855,13 +861,10 @@ int uroce_ctx_gids(struct uroce_ctx *c, struct uroce_gid_entry *out, int max)
 
 uint64_t uroce_ctx_io_counter(struct uroce_ctx *c, enum uroce_io_counter k)
 {
-	uint64_t v = 0;
+	uint64_t v;
 
 	pthread_mutex_lock(&c->lock);
-	if (c->v2)
-		v += uroce_backend_counter(c->v2, k);
-	if (c->v1)
-		v += uroce_backend_counter(c->v1, k);
+	v = io_count(c, k);
 	pthread_mutex_unlock(&c->lock);
 	return v;
 }

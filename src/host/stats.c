@@ -181,11 +181,17 @@ int uroce_stats_open(const char *rundir, const char *dev, struct uroce_stats **o
 	return 0;
 }
 
+/* Add n to the file's counter i (of NCOUNTERS), if the file has it. */
+static void add_slot(struct uroce_stats *s, int i, uint64_t n)
+{
+	if (s->slot[i] && n)
+		__atomic_fetch_add(s->slot[i], n, __ATOMIC_RELAXED);
+}
+
 void uroce_stats_add(struct uroce_stats *s, enum uroce_counter c, uint64_t n)
 {
-	if ((unsigned)c >= UROCE_CNT_MAX || !s->slot[c] || n == 0)
-		return;
-	__atomic_fetch_add(s->slot[c], n, __ATOMIC_RELAXED);
+	if ((unsigned)c < UROCE_CNT_MAX)
+		add_slot(s, (int)c, n);
 }
 
 void uroce_stats_add_all(struct uroce_stats *s, const uint64_t delta[UROCE_CNT_MAX])
@@ -196,12 +202,8 @@ void uroce_stats_add_all(struct uroce_stats *s, const uint64_t delta[UROCE_CNT_M
 
 void uroce_stats_add_io(struct uroce_stats *s, const uint64_t delta[UROCE_IO_CNT_MAX])
 {
-	for (int k = 0; k < UROCE_IO_CNT_MAX; k++) {
-		uint64_t *v = s->slot[UROCE_CNT_MAX + k];
-
-		if (v && delta[k])
-			__atomic_fetch_add(v, delta[k], __ATOMIC_RELAXED);
-	}
+	for (int k = 0; k < UROCE_IO_CNT_MAX; k++)
+		add_slot(s, UROCE_CNT_MAX + k, delta[k]);
 }
 
 void uroce_stats_close(struct uroce_stats *s)
