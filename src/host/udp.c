@@ -66,12 +66,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "host/backend.h"
 #include "host/gid.h"
+#include "host/netif.h"
 #include "host/share.h"
 #include "wire/bytes.h"
 
@@ -206,16 +206,15 @@ static int setint(int fd, int level, int opt, int v)
 /* Is interface ifindex a loopback device (IFF_LOOPBACK)? */
 static bool is_loopback(int ifindex)
 {
-	struct ifreq r;
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct uroce_netif_list l;
 	bool lo = false;
 
-	memset(&r, 0, sizeof(r));
-	if (fd < 0)
+	if (uroce_netif_scan(&l))
 		return false;
-	if (if_indextoname((unsigned)ifindex, r.ifr_name) && ioctl(fd, SIOCGIFFLAGS, &r) == 0)
-		lo = (r.ifr_flags & IFF_LOOPBACK) != 0;
-	close(fd);
+	for (int i = 0; i < l.n; i++)
+		if ((int)l.ifs[i].ifindex == ifindex)
+			lo = (l.ifs[i].flags & IFF_LOOPBACK) != 0;
+	uroce_netif_list_free(&l);
 	return lo;
 }
 
