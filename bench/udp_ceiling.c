@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "wire/bytes.h"
 #include "wire/icrc.h"
 
 #define HDR	 12
@@ -85,19 +86,6 @@ static int addr_of(const char *host, long port, struct sockaddr_in *a)
 	return inet_pton(AF_INET, host, &a->sin_addr) == 1 ? 0 : -1;
 }
 
-static void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
 static int do_send(const struct sockaddr_in *dst, uint32_t seg, double secs, bool crc,
 		   long corrupt_every)
 {
@@ -127,12 +115,12 @@ static int do_send(const struct sockaddr_in *dst, uint32_t seg, double secs, boo
 				off = 0;
 			p = src + off;
 			memset(hdr[k], 0, HDR);
-			put32(hdr[k], seq);
-			put32(hdr[k] + 4, off);
+			uroce_put_be32(hdr[k], seq);
+			uroce_put_be32(hdr[k] + 4, off);
 			if (crc) {
 				uint32_t c = uroce_icrc_update(0, hdr[k], HDR);
 
-				put32(trl[k], uroce_icrc_update(c, p, pay));
+				uroce_put_be32(trl[k], uroce_icrc_update(c, p, pay));
 			}
 			iov[3 * k] = (struct iovec){hdr[k], HDR};
 			iov[3 * k + 1] = (struct iovec){p, pay};
@@ -243,10 +231,11 @@ static int do_recv(const struct sockaddr_in *me, uint32_t seg, bool crc)
 			}
 			for (uint32_t o = 0; o < len; o += seg) {
 				const uint8_t *p = slot[i] + o;
-				uint32_t seq = get32(p), at = get32(p + 4);
+				uint32_t seq = uroce_get_be32(p), at = uroce_get_be32(p + 4);
 
-				if (crc && uroce_icrc_update(uroce_icrc_update(0, p, HDR), p + HDR,
-							     pay) != get32(p + HDR + pay)) {
+				if (crc &&
+				    uroce_icrc_update(uroce_icrc_update(0, p, HDR), p + HDR, pay) !=
+					    uroce_get_be32(p + HDR + pay)) {
 					bad++;
 					continue;
 				}
