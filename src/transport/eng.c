@@ -185,14 +185,16 @@ bool uroce_eng_tx_pending(const struct uroce_eng *e)
 }
 
 /*
- * What one QP may emit before the next QP gets its turn: 64 packets, or 60 KiB of RoCE packets
- * (headers and ICRC included), whichever comes first. A turn fits one UDP GSO send (64
- * segments, 64 KiB): with several QPs streaming, smaller turns split every send (16 packets of
- * 1 KiB made a quarter of a send each). Fairness stays in bytes: 15 packets per turn at a
- * 4096-byte MTU, 60 at 1024.
+ * What one QP may emit before the next QP gets its turn: 64 packets, or 64 KiB of payload,
+ * whichever comes first. A turn of a QP streaming 64 KiB messages is one whole message at any
+ * MTU (64 packets of 1 KiB, 16 of 4 KiB), and its packets make the same two UDP GSO sends as a
+ * lone QP's (the FIRST packet, 16 bytes longer for its RETH, starts a send; 63 segments end
+ * one): turns of 60 KiB of RoCE packets cut messages anywhere, and 8 such QPs made 2.5 sends per
+ * message, 5 % below one QP. Turns much smaller split every send (16 packets of 1 KiB made a
+ * quarter of a send each). Fairness is in payload bytes, whatever the MTU.
  */
 #define UROCE_TX_QUANTUM_PKTS  64
-#define UROCE_TX_QUANTUM_BYTES 61440u
+#define UROCE_TX_QUANTUM_BYTES 65536u
 
 int uroce_eng_tx(struct uroce_eng *e, uint64_t now, struct uroce_tx_pkt *out, int max)
 {
@@ -220,7 +222,7 @@ int uroce_eng_tx(struct uroce_eng *e, uint64_t now, struct uroce_tx_pkt *out, in
 				r = uroce_req_next(qp, &out[n]);
 			if (r <= 0)
 				break;
-			bytes += (uint32_t)uroce_tx_pkt_len(&out[n]);
+			bytes += out[n].payload_len;
 			n++;
 			q++;
 			uroce_count(e, UROCE_CNT_SENT_PKTS);

@@ -335,10 +335,11 @@ static void two_nodes(enum uroce_mtu mtu, struct node *a, struct node *b, struct
 }
 
 /*
- * Two QPs each with a 512 KiB RDMA WRITE to send: one transmit call gives each QP turns of
- * `turn` packets (what one UDP GSO send can carry), alternating.
+ * Two QPs each with RDMA WRITEs of msg bytes to send (512 KiB in all): one transmit call gives
+ * each QP turns of `turn` packets (64 KiB of payload), alternating. With 64 KiB messages a turn is
+ * one whole message: every turn ends with a WRITE_LAST.
  */
-static void turns(enum uroce_mtu mtu, int turn)
+static void turns(enum uroce_mtu mtu, uint32_t msg, int turn)
 {
 	struct node a, b;
 	struct uroce_mr *amr, *bmr;
@@ -352,16 +353,18 @@ static void turns(enum uroce_mtu mtu, int turn)
 		connect(qa[i], &b, uroce_qp_num(qb[i]), true);
 		connect(qb[i], &a, uroce_qp_num(qa[i]), true);
 
-		struct uroce_sge ss = {.addr = (uintptr_t)abuf, .length = 512 << 10,
-				       .lkey = uroce_mr_lkey(amr)};
-		struct uroce_send_wr swr = {.wr_id = 1, .sg_list = &ss, .num_sge = 1,
-					    .opcode = UROCE_WR_RDMA_WRITE,
-					    .send_flags = UROCE_SEND_SIGNALED},
-				     *sbad;
+		for (uint32_t off = 0; off < (512u << 10); off += msg) {
+			struct uroce_sge ss = {.addr = (uintptr_t)abuf + off, .length = msg,
+					       .lkey = uroce_mr_lkey(amr)};
+			struct uroce_send_wr swr = {.wr_id = 1, .sg_list = &ss, .num_sge = 1,
+						    .opcode = UROCE_WR_RDMA_WRITE,
+						    .send_flags = UROCE_SEND_SIGNALED},
+					     *sbad;
 
-		swr.wr.rdma.remote_addr = 0x10000;
-		swr.wr.rdma.rkey = uroce_mr_rkey(bmr);
-		CHECK(uroce_post_send(qa[i], &swr, &sbad) == 0);
+			swr.wr.rdma.remote_addr = 0x10000 + off;
+			swr.wr.rdma.rkey = uroce_mr_rkey(bmr);
+			CHECK(uroce_post_send(qa[i], &swr, &sbad) == 0);
+		}
 	}
 	int n = uroce_eng_tx(a.e, now, tx, 256);
 
@@ -371,6 +374,9 @@ static void turns(enum uroce_mtu mtu, int turn)
 
 		CHECKF(tx[i].dst_qpn == want, "MTU code %d: packet %d to QP %u, want %u (turns of %d)",
 		       (int)mtu, i, tx[i].dst_qpn, want, turn);
+		if (msg == 65536 && i % turn == turn - 1)
+			CHECKF(tx[i].hdr[0] == UROCE_OP_RC_WRITE_LAST,
+			       "MTU code %d: turn ends with opcode 0x%02x", (int)mtu, tx[i].hdr[0]);
 		CHECK_BAIL();
 	}
 	uroce_eng_destroy(a.e);
@@ -422,8 +428,10 @@ int main(void)
 {
 	window(UROCE_MTU_1024, 512);
 	window(UROCE_MTU_4096, 256);
-	turns(UROCE_MTU_1024, 60);
-	turns(UROCE_MTU_4096, 15);
+	turns(UROCE_MTU_1024, 512u << 10, 64);
+	turns(UROCE_MTU_4096, 512u << 10, 16);
+	turns(UROCE_MTU_1024, 65536, 64);
+	turns(UROCE_MTU_4096, 65536, 16);
 	connected(UROCE_QPT_RC);
 	connected(UROCE_QPT_UC);
 	CHECK(rx_drops == 0);
