@@ -10,7 +10,8 @@
  * BTH would be), payload, and a 4-byte CRC-32 over header and payload where the ICRC would be
  * (ISA-L, as uroce's ICRC). For MS milliseconds the sender cuts a 64 KiB source buffer into
  * payloads and sends them as UDP GSO sends of as many segments as fit 64 KiB, as uroce's UDP
- * backend does, computing each segment's CRC (unless --no-crc). The receiver takes datagrams in
+ * backend does (two iovecs per segment: the payload in place, and the CRC of one segment with
+ * the header of the next), computing each segment's CRC (unless --no-crc). The receiver takes datagrams in
  * with UDP GRO and recvmmsg, splits them, checks each CRC and copies each payload into a 1 MiB
  * buffer (where uroce would place an RDMA WRITE), so the payload is touched as in uroce: the
  * kernel's copy in and out, a CRC on each side, one copy into "registered memory".
@@ -89,8 +90,9 @@ static int addr_of(const char *host, long port, struct sockaddr_in *a)
 static int do_send(const struct sockaddr_in *dst, uint32_t seg, double secs, bool crc,
 		   long corrupt_every)
 {
-	static uint8_t src[SRC_SIZE], hdr[MAX_SEGS][HDR], trl[MAX_SEGS][TRAILER];
-	static struct iovec iov[3 * MAX_SEGS];
+	/* jn[k]: segment k-1's CRC, then segment k's header */
+	static uint8_t src[SRC_SIZE], jn[MAX_SEGS + 1][TRAILER + HDR];
+	static struct iovec iov[2 * MAX_SEGS + 1];
 	uint32_t pay = seg - HDR - TRAILER, nseg = MAX_SEND / seg, seq = 0, off = 0;
 	uint64_t end, sent = 0;
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -114,19 +116,22 @@ static int do_send(const struct sockaddr_in *dst, uint32_t seg, double secs, boo
 			if (off + pay > SRC_SIZE)
 				off = 0;
 			p = src + off;
-			memset(hdr[k], 0, HDR);
-			uroce_put_be32(hdr[k], seq);
-			uroce_put_be32(hdr[k] + 4, off);
-			if (crc) {
-				uint32_t c = uroce_icrc_update(0, hdr[k], HDR);
+			uint8_t *hdr = jn[k] + TRAILER, *trl = jn[k + 1];
 
-				uroce_put_be32(trl[k], uroce_icrc_update(c, p, pay));
+			memset(hdr, 0, HDR);
+			uroce_put_be32(hdr, seq);
+			uroce_put_be32(hdr + 4, off);
+			if (crc) {
+				uint32_t c = uroce_icrc_update(0, hdr, HDR);
+
+				uroce_put_be32(trl, uroce_icrc_update(c, p, pay));
 			}
-			iov[3 * k] = (struct iovec){hdr[k], HDR};
-			iov[3 * k + 1] = (struct iovec){p, pay};
-			iov[3 * k + 2] = (struct iovec){trl[k], TRAILER};
+			if (k == 0)
+				iov[0] = (struct iovec){hdr, HDR};
+			iov[2 * k + 1] = (struct iovec){p, pay};
+			iov[2 * k + 2] = (struct iovec){trl, k + 1 < nseg ? TRAILER + HDR : TRAILER};
 			if (corrupt_every && seq % (uint32_t)corrupt_every == 0)
-				hdr[k][8] ^= 0x5A; /* after the CRC: the receiver must see it */
+				hdr[8] ^= 0x5A; /* after the CRC: the receiver must see it */
 			seq++;
 			off += pay;
 		}
@@ -137,7 +142,7 @@ static int do_send(const struct sockaddr_in *dst, uint32_t seg, double secs, boo
 		struct msghdr m = {.msg_name = &to,
 				   .msg_namelen = sizeof(to),
 				   .msg_iov = iov,
-				   .msg_iovlen = 3 * nseg,
+				   .msg_iovlen = 2 * nseg + 1,
 				   .msg_control = u.buf,
 				   .msg_controllen = sizeof(u.buf)};
 		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
