@@ -143,7 +143,6 @@ struct udp_be {
 	/* transmit scratch, batch entries each */
 	struct uroce_txframe *tf;
 	struct uroce_path *tpath; /* the path with the real source port */
-	struct mmsghdr *tmsg;	  /* one per packet */
 	struct mmsghdr *gmsg;	  /* one per send (a GSO send covers several packets) */
 	int *gsegs;		  /* packets in each send */
 	struct iovec *tiov; /* three per packet */
@@ -187,7 +186,6 @@ static void udp_close(struct uroce_backend *bb)
 		close(b->epfd);
 	free(b->tf);
 	free(b->tpath);
-	free(b->tmsg);
 	free(b->gmsg);
 	free(b->gsegs);
 	free(b->tiov);
@@ -413,7 +411,6 @@ static int open_backend(const struct uroce_backend_cfg *cfg, const struct uroce_
 
 	b->tf = calloc(nt, sizeof(*b->tf));
 	b->tpath = calloc(nt, sizeof(*b->tpath));
-	b->tmsg = calloc(nt, sizeof(*b->tmsg));
 	b->gmsg = calloc(nt, sizeof(*b->gmsg));
 	b->gsegs = calloc(nt, sizeof(*b->gsegs));
 	b->rmeta = calloc(nb, sizeof(*b->rmeta));
@@ -427,7 +424,7 @@ static int open_backend(const struct uroce_backend_cfg *cfg, const struct uroce_
 	b->rname = calloc(nb, sizeof(*b->rname));
 	b->rctl = calloc(nb, RX_CTL_LEN);
 	b->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (!b->tf || !b->tpath || !b->tmsg || !b->gmsg || !b->gsegs || !b->tiov || !b->giov ||
+	if (!b->tf || !b->tpath || !b->gmsg || !b->gsegs || !b->tiov || !b->giov ||
 	    !b->tname ||
 	    !b->tctl || !b->ring || !b->rmsg || !b->riov || !b->rname || !b->rctl || !b->rmeta ||
 	    b->epfd < 0) {
@@ -578,10 +575,10 @@ static void add_cmsg_int(struct msghdr *m, size_t *used, int level, int type, in
 }
 
 /*
- * Fill message j for d, its ICRC computed with IPv4 ID ip_id; returns 0 or the error that makes
- * the packet unsendable.
+ * Frame packet j for d, its ICRC computed with IPv4 ID ip_id, with its three iovecs; returns 0
+ * or the error that makes the packet unsendable.
  */
-static int prep_tx(struct udp_be *b, int j, const struct uroce_tx_desc *d, bool v4, uint16_t ip_id)
+static int prep_tx(struct udp_be *b, int j, const struct uroce_tx_desc *d, uint16_t ip_id)
 {
 	struct uroce_txframe *f = &b->tf[j];
 	const struct uroce_tx_pkt *p = d->pkt;
@@ -596,9 +593,6 @@ static int prep_tx(struct udp_be *b, int j, const struct uroce_tx_desc *d, bool 
 	if (r < 0)
 		return r;
 	struct iovec *iov = &b->tiov[3 * j];
-	struct msghdr *m = &b->tmsg[j].msg_hdr;
-	union sa *a = &b->tname[j];
-	size_t used = 0;
 
 	iov[0].iov_base = f->head + f->t_off;
 	iov[0].iov_len = (size_t)(f->head_len - f->t_off);
@@ -606,12 +600,22 @@ static int prep_tx(struct udp_be *b, int j, const struct uroce_tx_desc *d, bool 
 	iov[1].iov_len = p->payload_len;
 	iov[2].iov_base = f->tail;
 	iov[2].iov_len = f->tail_len;
+	return 0;
+}
+
+/* Fill send g, starting at packet j: its address, TOS and TTL (one per send, not per packet). */
+static void prep_msg(struct udp_be *b, int g, int j, bool v4)
+{
+	const struct uroce_path *path = &b->tpath[j];
+	struct msghdr *m = &b->gmsg[g].msg_hdr;
+	union sa *a = &b->tname[g];
+	size_t used = 0;
+
 	memset(m, 0, sizeof(*m));
-	m->msg_iov = iov;
+	m->msg_iov = &b->tiov[3 * j];
 	m->msg_iovlen = 3;
 	m->msg_name = a;
-	m->msg_control = b->tctl + (size_t)j * TX_CTL_LEN;
-	m->msg_controllen = 0;
+	m->msg_control = b->tctl + (size_t)g * TX_CTL_LEN;
 	memset(a, 0, sizeof(*a));
 	if (v4) {
 		a->in.sin_family = AF_INET;
@@ -633,7 +637,6 @@ static int prep_tx(struct udp_be *b, int j, const struct uroce_tx_desc *d, bool 
 		if (path->hop_limit)
 			add_cmsg_int(m, &used, IPPROTO_IPV6, IPV6_HOPLIMIT, path->hop_limit);
 	}
-	return 0;
 }
 
 /*
@@ -707,7 +710,7 @@ static int prep_sends(struct udp_be *b, int si, const struct uroce_tx_desc *d, i
 		/* Segment k of a GSO send leaves with IPv4 ID k (see the top of the file). */
 		uint16_t id = join && v4 ? (uint16_t)(cnt - first) : 0;
 
-		if (prep_tx(b, cnt, &d[cnt], v4, id) < 0)
+		if (prep_tx(b, cnt, &d[cnt], id) < 0)
 			break;
 		ids[cnt] = id;
 		if (join) {
@@ -725,7 +728,7 @@ static int prep_sends(struct udp_be *b, int si, const struct uroce_tx_desc *d, i
 	for (int g = 0, j = 0; g < ng; j += b->gsegs[g++]) {
 		struct msghdr *m = &b->gmsg[g].msg_hdr;
 
-		*m = b->tmsg[j].msg_hdr;
+		prep_msg(b, g, j, v4);
 		if (b->gsegs[g] == 1)
 			continue;
 		uint16_t gs = (uint16_t)uroce_tx_pkt_len(d[j].pkt);
