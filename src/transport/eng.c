@@ -214,12 +214,16 @@ int uroce_eng_tx(struct uroce_eng *e, uint64_t now, struct uroce_tx_pkt *out, in
 
 		int q = 0;
 		uint32_t bytes = 0;
+		/* Responses come from received requests: once there are none, the turn has none. */
+		bool resp = true;
 
 		while (n < max && q < UROCE_TX_QUANTUM_PKTS && bytes < UROCE_TX_QUANTUM_BYTES) {
-			int r = uroce_resp_next(qp, &out[n]);
+			int r = resp ? uroce_resp_next(qp, &out[n]) : 0;
 
-			if (r == 0)
+			if (r == 0) {
+				resp = false;
 				r = uroce_req_next(qp, &out[n]);
+			}
 			if (r <= 0)
 				break;
 			bytes += out[n].payload_len;
