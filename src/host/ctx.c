@@ -434,6 +434,11 @@ bool uroce_ctx_app_sleeps(struct uroce_ctx *c)
 bool uroce_ctx_post_tx(struct uroce_ctx *c)
 {
 	uroce_ctx_poll_idle(c);
+	/* A thread that polls and posts keeps its lease while it posts: sending a 64 KiB message
+	 * takes about as long as the lease, and a progress thread that took the sockets back in
+	 * between would wait for the lock (a futex wake-up per post for the poller). */
+	if (atomic_load_explicit(&c->app_polled, memory_order_relaxed))
+		atomic_store_explicit(&c->app_polled, mono_ns(), memory_order_relaxed);
 	return uroce_eng_tx_pending(c->eng) ||
 	       (c->sleep_until && uroce_eng_next_deadline(c->eng) < c->sleep_until);
 }
