@@ -48,10 +48,10 @@ struct uroce_ctx {
 	bool busy_poll;
 	bool rx_more; /* the last round left received packets for the next (do_rx) */
 	/* Under the lock: when the progress thread wakes at the latest (0: it is awake and plans
-	 * again before sleeping). When an application thread last polled (its lease): written
-	 * under the lock, read without it by the progress thread (lease_end). */
+	 * again before sleeping). When an application thread last polled (its lease) and last
+	 * posted: written under the lock, read without it by the progress thread (lease_end). */
 	uint64_t sleep_until;
-	_Atomic uint64_t app_polled;
+	_Atomic uint64_t app_polled, app_posted;
 	uint64_t last_poll; /* the last empty poll's time, and how many came in a row */
 	unsigned poll_streak;
 	uroce_ctx_event_fn on_event;
@@ -382,6 +382,20 @@ static void round_at(struct uroce_ctx *c, uint64_t now, bool tx)
 }
 
 /*
+ * When the lease of an application thread that polls ends (uroce_ctx_lease_end), read without
+ * the lock by the progress thread. While it lasts, that thread's rounds receive, run the timers
+ * and send; the progress thread has nothing to do but look again when it may have ended, and it
+ * does not take the lock to find that out: the polling thread holds it most of the time, and each
+ * wait for it would cost that thread a futex wake-up at its next unlock (an inter-processor
+ * interrupt, several % of its CPU in ib_write_bw).
+ */
+static uint64_t lease_end(struct uroce_ctx *c)
+{
+	return uroce_ctx_lease_end(atomic_load_explicit(&c->app_polled, memory_order_relaxed),
+				   atomic_load_explicit(&c->app_posted, memory_order_relaxed));
+}
+
+/*
  * A thread that busy-polls comes back within microseconds, again and again; one that drains
  * its CQ before sleeping on a completion channel polls empty once or twice. Only a streak of
  * POLL_STREAK empty polls, each within POLL_GAP_NS of the last, takes the sockets.
@@ -400,7 +414,7 @@ void uroce_ctx_poll_progress(struct uroce_ctx *c)
 	 * thread takes the sockets back (at most UROCE_CTX_POLL_LEASE_NS). */
 	/* For one round at most (a poller that only receives): what is still pending now was
 	 * held back by the last round, since every other path sends what it makes. */
-	bool defer = c->app_polled && now - c->app_polled < UROCE_CTX_POLL_LEASE_NS &&
+	bool defer = now < lease_end(c) &&
 		     !uroce_eng_tx_pending(c->eng);
 
 	round_at(c, now, !defer);
@@ -434,11 +448,8 @@ bool uroce_ctx_app_sleeps(struct uroce_ctx *c)
 bool uroce_ctx_post_tx(struct uroce_ctx *c)
 {
 	uroce_ctx_poll_idle(c);
-	/* A thread that polls and posts keeps its lease while it posts: sending a 64 KiB message
-	 * takes about as long as the lease, and a progress thread that took the sockets back in
-	 * between would wait for the lock (a futex wake-up per post for the poller). */
 	if (atomic_load_explicit(&c->app_polled, memory_order_relaxed))
-		atomic_store_explicit(&c->app_polled, mono_ns(), memory_order_relaxed);
+		atomic_store_explicit(&c->app_posted, mono_ns(), memory_order_relaxed); /* lease_end */
 	return uroce_eng_tx_pending(c->eng) ||
 	       (c->sleep_until && uroce_eng_next_deadline(c->eng) < c->sleep_until);
 }
@@ -453,11 +464,13 @@ static uint64_t plan_sleep(struct uroce_ctx *c, bool *sockets)
 	if (c->busy_poll || uroce_eng_tx_pending(c->eng) || c->rx_more)
 		return 0;
 	until = dl == UROCE_NEVER ? now + 1000000000ull : dl; /* the counters, now and then */
-	if (c->app_polled && now - c->app_polled < UROCE_CTX_POLL_LEASE_NS) {
+	uint64_t le = lease_end(c);
+
+	if (now < le) {
 		/* An application thread polls: the sockets are its until the lease ends. */
 		*sockets = false;
-		if (until > c->app_polled + UROCE_CTX_POLL_LEASE_NS)
-			until = c->app_polled + UROCE_CTX_POLL_LEASE_NS;
+		if (until > le)
+			until = le;
 	}
 	if (until > now + 1000000000ull)
 		until = now + 1000000000ull;
@@ -465,20 +478,6 @@ static uint64_t plan_sleep(struct uroce_ctx *c, bool *sockets)
 		return 0;
 	c->sleep_until = until;
 	return until - now;
-}
-
-/*
- * When the lease of an application thread that polls ends (0: none), read without the lock. While
- * it lasts, that thread's rounds receive, run the timers and send; the progress thread has nothing
- * to do but look again when it may have ended. It does not take the lock to find that out: the
- * polling thread holds it most of the time, and each wait for it would cost that thread a futex
- * wake-up at its next unlock (an inter-processor interrupt, several % of its CPU in ib_write_bw).
- */
-static uint64_t lease_end(struct uroce_ctx *c)
-{
-	uint64_t p = atomic_load_explicit(&c->app_polled, memory_order_relaxed);
-
-	return p ? p + UROCE_CTX_POLL_LEASE_NS : 0;
 }
 
 static void *progress_main(void *arg)

@@ -25,8 +25,9 @@
  *   when the application stops polling: ib_write_lat spins on its buffer's last byte, waiting
  *   for an RDMA WRITE that makes no completion, and only the progress thread can receive it),
  *   or at once when the application arms a completion channel to sleep (uroce_ctx_app_sleeps).
- *   It reads the lease without the lock, which the polling thread holds most of the time:
- *   waiting for it cost that thread a futex wake-up per look (about 5 % of its CPU).
+ *   Posting extends the lease a little (UROCE_CTX_POST_RENEW_NS). The progress thread reads
+ *   the lease without the lock, which the polling thread holds most of the time: waiting for
+ *   it cost that thread a futex wake-up per look (about 5 % of its CPU).
  * - Busy-poll mode (UROCE_BUSY_POLL=1): the progress thread does not sleep, for latency.
  * - Engine events (completion notifications, async errors) are handed to the callback given at
  *   open, from the progress thread or from the thread that made the engine call, with the lock
@@ -83,6 +84,27 @@ void uroce_ctx_kick(struct uroce_ctx *c);
  * applications hold).
  */
 #define UROCE_CTX_POLL_LEASE_NS 30000ull /* 30 us */
+
+/*
+ * Posting extends the lease of a thread that polls, within this long after its last poll round:
+ * sending a 64 KiB message takes about as long as a lease, and a progress thread that took the
+ * sockets back meanwhile would wait for the lock. Posts alone do not keep it: a thread that only
+ * posts does not receive, the progress thread must.
+ */
+#define UROCE_CTX_POST_RENEW_NS 1000000ull /* 1 ms */
+
+/*
+ * When a lease ends, from the last poll round's time (0: no lease) and the last post's: a
+ * pure function, for the progress thread and the tests.
+ */
+static inline uint64_t uroce_ctx_lease_end(uint64_t polled, uint64_t posted)
+{
+	if (!polled)
+		return 0;
+	if (posted > polled + UROCE_CTX_POST_RENEW_NS)
+		posted = polled + UROCE_CTX_POST_RENEW_NS;
+	return (posted > polled ? posted : polled) + UROCE_CTX_POLL_LEASE_NS;
+}
 
 /*
  * A progress round (receive, timers, transmit) for an application thread polling an empty CQ

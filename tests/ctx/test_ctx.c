@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../check.h"
@@ -73,6 +74,28 @@ static int v4_index(struct uroce_ctx *c, const uint8_t ip[4])
 }
 
 static void exchange(struct uroce_ctx *c, int idx);
+static void lease_ends(struct uroce_ctx *c, int idx);
+
+/* The lease's arithmetic: posts extend it, but only within UROCE_CTX_POST_RENEW_NS of the poll. */
+static void lease_math(void)
+{
+	const uint64_t L = UROCE_CTX_POLL_LEASE_NS, R = UROCE_CTX_POST_RENEW_NS, t = 1000000000ull;
+
+	CHECK(uroce_ctx_lease_end(0, t) == 0);		    /* never polled: no lease */
+	CHECK(uroce_ctx_lease_end(t, 0) == t + L);	    /* no post */
+	CHECK(uroce_ctx_lease_end(t, t - 5) == t + L);	    /* a post before the poll */
+	CHECK(uroce_ctx_lease_end(t, t + 500) == t + 500 + L); /* a post extends it */
+	CHECK(uroce_ctx_lease_end(t, t + R) == t + R + L);
+	CHECK(uroce_ctx_lease_end(t, t + 50 * R) == t + R + L); /* posting alone does not keep it */
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
 
 int main(int argc, char **argv)
 {
@@ -87,6 +110,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "set UROCE_RUNDIR\n");
 		return 2;
 	}
+	lease_math();
 	evfd = eventfd(0, EFD_NONBLOCK);
 	int rc = uroce_ctx_open(dev, &cfg, &c);
 
@@ -98,6 +122,8 @@ int main(int argc, char **argv)
 	CHECKF(idx >= 0, "no IPv4 v2 GID on %s", dev);
 	if (idx >= 0)
 		exchange(c, idx);
+	if (idx >= 0 && !addr)
+		lease_ends(c, idx);
 	if (addr) {
 		uint64_t sent = uroce_ctx_io_counter(c, UROCE_IO_TX_PKTS);
 
@@ -135,38 +161,41 @@ int main(int argc, char **argv)
 	return check_exit("ctx");
 }
 
-/* Two RC QPs on GID idx: SEND and RDMA READ, with the data checked. */
-static void exchange(struct uroce_ctx *c, int idx)
-{
-	struct uroce_gid_entry gids[64];
-
-	uroce_ctx_gids(c, gids, 64);
-
-	uroce_ctx_lock(c);
-	struct uroce_eng *e = uroce_ctx_eng(c);
+struct pair {
 	struct uroce_pd *pd;
 	struct uroce_cq *cq[2];
 	struct uroce_mr *mr[2];
 	struct uroce_qp *qp[2];
+};
 
-	CHECK(uroce_pd_alloc(e, &pd) == 0);
+/* Two RC QPs of context c connected to each other over GID idx. Lock not held. */
+static void make_pair(struct uroce_ctx *c, int idx, struct pair *p)
+{
+	struct uroce_gid_entry gids[64];
+
+	uroce_ctx_gids(c, gids, 64);
+	uroce_ctx_lock(c);
+	struct uroce_eng *e = uroce_ctx_eng(c);
+
+	CHECK(uroce_pd_alloc(e, &p->pd) == 0);
 	for (int k = 0; k < 2; k++) {
-		CHECK(uroce_cq_create(e, 64, NULL, &cq[k]) == 0);
-		CHECK(uroce_mr_reg(pd, mem[k], sizeof(mem[k]), (uintptr_t)mem[k], 15, &mr[k]) == 0);
-		struct uroce_qp_init init = { .type = UROCE_QPT_RC, .send_cq = cq[k],
-					      .recv_cq = cq[k], .cap = { 16, 16, 1, 1, 0 } };
+		CHECK(uroce_cq_create(e, 64, NULL, &p->cq[k]) == 0);
+		CHECK(uroce_mr_reg(p->pd, mem[k], sizeof(mem[k]), (uintptr_t)mem[k], 15, &p->mr[k]) ==
+		      0);
+		struct uroce_qp_init init = { .type = UROCE_QPT_RC, .send_cq = p->cq[k],
+					      .recv_cq = p->cq[k], .cap = { 16, 16, 1, 1, 0 } };
 
-		CHECK(uroce_qp_create(pd, &init, &qp[k]) == 0);
+		CHECK(uroce_qp_create(p->pd, &init, &p->qp[k]) == 0);
 	}
 	for (int k = 0; k < 2; k++) {
 		struct uroce_qp_attr a = { .qp_state = UROCE_QPS_INIT, .port_num = 1,
 					   .qp_access_flags = 15 };
 
-		CHECK(uroce_qp_modify(qp[k], &a, UROCE_QP_STATE | UROCE_QP_PKEY_INDEX |
-							 UROCE_QP_PORT | UROCE_QP_ACCESS_FLAGS) == 0);
+		CHECK(uroce_qp_modify(p->qp[k], &a, UROCE_QP_STATE | UROCE_QP_PKEY_INDEX |
+							    UROCE_QP_PORT | UROCE_QP_ACCESS_FLAGS) == 0);
 		a.qp_state = UROCE_QPS_RTR;
 		a.path_mtu = UROCE_MTU_1024;
-		a.dest_qp_num = uroce_qp_num(qp[!k]);
+		a.dest_qp_num = uroce_qp_num(p->qp[!k]);
 		a.rq_psn = 100;
 		a.max_dest_rd_atomic = 1;
 		a.min_rnr_timer = 12;
@@ -174,39 +203,62 @@ static void exchange(struct uroce_ctx *c, int idx)
 		a.av.sgid_index = (uint8_t)idx;
 		a.av.hop_limit = 1;
 		memcpy(a.av.dgid, gids[idx].gid, 16);
-		CHECK(uroce_qp_modify(qp[k], &a, UROCE_QP_STATE | UROCE_QP_AV | UROCE_QP_PATH_MTU |
-							 UROCE_QP_DEST_QPN | UROCE_QP_RQ_PSN |
-							 UROCE_QP_MAX_DEST_RD_ATOMIC |
-							 UROCE_QP_MIN_RNR_TIMER) == 0);
+		CHECK(uroce_qp_modify(p->qp[k], &a, UROCE_QP_STATE | UROCE_QP_AV |
+							    UROCE_QP_PATH_MTU | UROCE_QP_DEST_QPN |
+							    UROCE_QP_RQ_PSN |
+							    UROCE_QP_MAX_DEST_RD_ATOMIC |
+							    UROCE_QP_MIN_RNR_TIMER) == 0);
 		a.qp_state = UROCE_QPS_RTS;
 		a.sq_psn = 100;
 		a.timeout = 14;
 		a.retry_cnt = 7;
 		a.rnr_retry = 7;
 		a.max_rd_atomic = 1;
-		CHECK(uroce_qp_modify(qp[k], &a, UROCE_QP_STATE | UROCE_QP_SQ_PSN | UROCE_QP_TIMEOUT |
-							 UROCE_QP_RETRY_CNT | UROCE_QP_RNR_RETRY |
-							 UROCE_QP_MAX_QP_RD_ATOMIC) == 0);
+		CHECK(uroce_qp_modify(p->qp[k], &a, UROCE_QP_STATE | UROCE_QP_SQ_PSN |
+							    UROCE_QP_TIMEOUT | UROCE_QP_RETRY_CNT |
+							    UROCE_QP_RNR_RETRY |
+							    UROCE_QP_MAX_QP_RD_ATOMIC) == 0);
 	}
+	uroce_ctx_unlock(c);
+}
+
+/* Lock held. */
+static void free_pair(struct pair *p)
+{
+	for (int k = 0; k < 2; k++) {
+		CHECK(uroce_qp_destroy(p->qp[k]) == 0);
+		CHECK(uroce_mr_dereg(p->mr[k]) == 0);
+		CHECK(uroce_cq_destroy(p->cq[k]) == 0);
+	}
+	CHECK(uroce_pd_free(p->pd) == 0);
+}
+
+/* Two RC QPs on GID idx: SEND and RDMA READ, with the data checked. */
+static void exchange(struct uroce_ctx *c, int idx)
+{
+	struct pair p;
+
+	make_pair(c, idx, &p);
+	uroce_ctx_lock(c);
 	for (int i = 0; i < 8192; i++)
 		mem[0][i] = (uint8_t)(i * 31 + 7);
-	struct uroce_sge rs = { (uintptr_t)mem[1], 8192, uroce_mr_lkey(mr[1]) };
+	struct uroce_sge rs = { (uintptr_t)mem[1], 8192, uroce_mr_lkey(p.mr[1]) };
 	struct uroce_recv_wr rwr = { .wr_id = 5, .sg_list = &rs, .num_sge = 1 }, *rbad;
-	struct uroce_sge ss = { (uintptr_t)mem[0], 5000, uroce_mr_lkey(mr[0]) };
+	struct uroce_sge ss = { (uintptr_t)mem[0], 5000, uroce_mr_lkey(p.mr[0]) };
 	struct uroce_send_wr swr = { .wr_id = 6, .sg_list = &ss, .num_sge = 1,
 				     .opcode = UROCE_WR_SEND,
 				     .send_flags = UROCE_SEND_SIGNALED },
 			     *sbad;
 
-	CHECK(uroce_post_recv(qp[1], &rwr, &rbad) == 0);
-	CHECK(uroce_post_send(qp[0], &swr, &sbad) == 0);
+	CHECK(uroce_post_recv(p.qp[1], &rwr, &rbad) == 0);
+	CHECK(uroce_post_send(p.qp[0], &swr, &sbad) == 0);
 	uroce_ctx_unlock(c);
 	uroce_ctx_kick(c);
 
 	struct uroce_wc wc;
 
-	CHECK(wait_wc(c, cq[0], &wc) == 1 && wc.wr_id == 6 && wc.status == UROCE_WC_SUCCESS);
-	CHECK(wait_wc(c, cq[1], &wc) == 1 && wc.wr_id == 5 && wc.status == UROCE_WC_SUCCESS &&
+	CHECK(wait_wc(c, p.cq[0], &wc) == 1 && wc.wr_id == 6 && wc.status == UROCE_WC_SUCCESS);
+	CHECK(wait_wc(c, p.cq[1], &wc) == 1 && wc.wr_id == 5 && wc.status == UROCE_WC_SUCCESS &&
 	      wc.byte_len == 5000);
 	CHECK(memcmp(mem[0], mem[1], 5000) == 0);
 
@@ -217,19 +269,69 @@ static void exchange(struct uroce_ctx *c, int idx)
 	ss.addr = (uintptr_t)mem[0] + 20000;
 	ss.length = 3000;
 	swr.wr.rdma.remote_addr = (uintptr_t)mem[1] + 1000;
-	swr.wr.rdma.rkey = uroce_mr_rkey(mr[1]);
-	CHECK(uroce_post_send(qp[0], &swr, &sbad) == 0);
+	swr.wr.rdma.rkey = uroce_mr_rkey(p.mr[1]);
+	CHECK(uroce_post_send(p.qp[0], &swr, &sbad) == 0);
 	uroce_ctx_unlock(c);
 	uroce_ctx_kick(c);
-	CHECK(wait_wc(c, cq[0], &wc) == 1 && wc.wr_id == 7 && wc.status == UROCE_WC_SUCCESS);
+	CHECK(wait_wc(c, p.cq[0], &wc) == 1 && wc.wr_id == 7 && wc.status == UROCE_WC_SUCCESS);
 	CHECK(memcmp(mem[0] + 20000, mem[1] + 1000, 3000) == 0);
 
 	uroce_ctx_lock(c);
-	for (int k = 0; k < 2; k++) {
-		CHECK(uroce_qp_destroy(qp[k]) == 0);
-		CHECK(uroce_mr_dereg(mr[k]) == 0);
-		CHECK(uroce_cq_destroy(cq[k]) == 0);
+	free_pair(&p);
+	uroce_ctx_unlock(c);
+}
+
+/*
+ * A thread that polled in a loop holds the sockets (its lease); when it goes on posting without
+ * polling (an RDMA WRITE it waits for by watching memory, as ib_write_lat), the progress thread
+ * must take them back and receive: each post extends the lease only within a bound (1 ms after
+ * the last poll). The thread posts 8-byte WRITEs of a growing sequence number from qp[0] to
+ * qp[1]'s memory, with no poll, until one posted 3 ms after its last poll has landed (at most 5 s
+ * of real time). A kick may let the progress thread receive the first few while leased, and the
+ * lease also ends whenever the posting thread is preempted for longer than a lease, so this
+ * shows that receiving goes on, not the bound itself (lease_math does).
+ */
+static void lease_ends(struct uroce_ctx *c, int idx)
+{
+	struct pair p;
+	struct uroce_wc wc;
+
+	make_pair(c, idx, &p);
+	uroce_ctx_lock(c);
+	memset(mem[1], 0, 64);
+	for (int i = 0; i < 16; i++) { /* a streak of empty polls: the lease */
+		CHECK(uroce_cq_poll(p.cq[0], 1, &wc) == 0);
+		uroce_ctx_poll_progress(c);
 	}
-	CHECK(uroce_pd_free(pd) == 0);
+	uroce_ctx_unlock(c);
+
+	uint64_t seq = 0, want = 0, got = 0, t0 = mono_ms();
+
+	while ((!want || got < want) && mono_ms() - t0 < 5000) {
+		struct uroce_sge ss = { (uintptr_t)mem[0] + 30000, 8, uroce_mr_lkey(p.mr[0]) };
+		struct uroce_send_wr swr = { .wr_id = 9, .sg_list = &ss, .num_sge = 1,
+					     .opcode = UROCE_WR_RDMA_WRITE },
+				     *sbad;
+
+		swr.wr.rdma.remote_addr = (uintptr_t)mem[1];
+		swr.wr.rdma.rkey = uroce_mr_rkey(p.mr[1]);
+		uroce_ctx_lock(c);
+		seq++;
+		memcpy(mem[0] + 30000, &seq, 8);
+		if (uroce_post_send(p.qp[0], &swr, &sbad) == 0 && !want && mono_ms() - t0 >= 3)
+			want = seq; /* ENOMEM while the send queue is full */
+		bool kick = uroce_ctx_post_tx(c);
+
+		memcpy(&got, mem[1], 8);
+		uroce_ctx_unlock(c);
+		if (kick)
+			uroce_ctx_kick(c);
+	}
+	CHECKF(want && got >= want,
+	       "RDMA WRITEs to a context whose thread posts without polling stopped landing at "
+	       "%llu (want %llu): the progress thread did not take the sockets back",
+	       (unsigned long long)got, (unsigned long long)want);
+	uroce_ctx_lock(c);
+	free_pair(&p);
 	uroce_ctx_unlock(c);
 }
