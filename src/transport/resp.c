@@ -462,7 +462,9 @@ bool uroce_resp_has_work(const struct uroce_qp *qp)
 
 static void resp_bth(struct uroce_qp *qp, struct uroce_tpkt *t, uint8_t opcode, uint32_t psn)
 {
-	memset(t, 0, sizeof(*t));
+	static const struct uroce_tpkt zero; /* not memset: see uroce_req_next */
+
+	*t = zero;
 	t->bth.opcode = opcode;
 	t->bth.pkey = UROCE_DEFAULT_PKEY;
 	t->bth.dqpn = qp->attr.dest_qp_num;
