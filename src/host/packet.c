@@ -368,6 +368,7 @@ static int finish_rx(struct pkt_be *b, int j, struct uroce_rx_desc *d)
 	const struct sockaddr_ll *sll = &b->rname[j];
 	const uint8_t *buf = b->ring + (size_t)j * b->slot;
 	struct uroce_frame f;
+	static const struct uroce_rx_desc zero;
 
 	if (sll->sll_pkttype == PACKET_OTHERHOST)
 		return UROCE_IO_RX_DROP_NOT_FOR_US;
@@ -380,7 +381,7 @@ static int finish_rx(struct pkt_be *b, int j, struct uroce_rx_desc *d)
 		return UROCE_IO_RX_DROP_MALFORMED;
 	if (uroce_frame_icrc(&f) != f.t.icrc)
 		return UROCE_IO_RX_DROP_ICRC;
-	memset(d, 0, sizeof(*d));
+	*d = zero; /* not memset: see uroce_v2_rx_verify */
 	d->pkt.data = f.roce;
 	d->pkt.len = f.roce_len;
 	d->pkt.encap = UROCE_ENCAP_V1;

@@ -91,7 +91,9 @@ int uroce_post_send(struct uroce_qp *qp, struct uroce_send_wr *wr, struct uroce_
 		struct uroce_sge *sge = w->sge;
 		uint8_t *inl = w->inline_data;
 
-		memset(w, 0, sizeof(*w));
+		static const struct uroce_swqe zero; /* not memset: see uroce_req_next */
+
+		*w = zero;
 		w->sge = sge;
 		w->inline_data = inl;
 		w->wr = *wr;
