@@ -17,7 +17,7 @@
  * send, one packet's pad + ICRC and the next one's headers are one iovec (two per packet
  * instead of three: the kernel's copy walks fewer pieces; the bare-UDP ceiling, bench/, sends
  * about 5 % more so).
- * TOS/traffic class and TTL/hop limit go per packet in control messages.
+ * TOS/traffic class and TTL/hop limit go in control messages, once per send.
  *
  * Segmentation offload. The kernel's per-datagram path (socket, route, IP, UDP, veth or the
  * NIC, and again on receive) costs far more than our own work per packet, so:
