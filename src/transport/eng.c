@@ -230,6 +230,22 @@ int uroce_eng_tx(struct uroce_eng *e, uint64_t now, struct uroce_tx_pkt *out, in
 			n++;
 			q++;
 			uroce_count(e, UROCE_CNT_SENT_PKTS);
+			if (resp || !qp->req.offset || bytes >= UROCE_TX_QUANTUM_BYTES)
+				continue;
+			/* In the middle of a message: its MIDDLE packets at once, as many as the
+			 * turn has room for (each carries a full MTU of payload). */
+			int room = max - n < UROCE_TX_QUANTUM_PKTS - q ? max - n
+									: UROCE_TX_QUANTUM_PKTS - q;
+			uint32_t by = (UROCE_TX_QUANTUM_BYTES - bytes + qp->mtu - 1) / qp->mtu;
+
+			if ((uint32_t)room > by)
+				room = (int)by;
+			int k = uroce_req_middles(qp, &out[n - 1], &out[n], room);
+
+			bytes += (uint32_t)k * qp->mtu;
+			n += k;
+			q += k;
+			e->counters[UROCE_CNT_SENT_PKTS] += (uint64_t)k;
 		}
 		if (qp_has_work(qp))
 			uroce_qp_schedule(qp);

@@ -281,6 +281,8 @@ struct uroce_qp *uroce_qp_lookup(struct uroce_eng *e, uint32_t qpn);
 /* req.c */
 bool uroce_req_has_work(const struct uroce_qp *qp);
 int uroce_req_next(struct uroce_qp *qp, struct uroce_tx_pkt *out);
+int uroce_req_middles(struct uroce_qp *qp, const struct uroce_tx_pkt *prev,
+		      struct uroce_tx_pkt *out, int max);
 void uroce_req_retry(struct uroce_qp *qp, uint32_t psn);
 
 /* resp.c */

@@ -273,6 +273,100 @@ int uroce_req_next(struct uroce_qp *qp, struct uroce_tx_pkt *out)
 }
 
 /*
+ * After uroce_req_next() gave prev, a packet of a SEND or RDMA WRITE that is not its last: up to
+ * max more of that WQE's MIDDLE packets, built from prev's BTH with the opcode, AckReq and PSN
+ * changed (uroce_req_next() would build each from scratch: most of the requester's time per
+ * packet with 64 KiB messages). Stops before the WQE's last packet, at the window, or where the
+ * payload is not one contiguous piece of registered memory (there uroce_req_next() goes on, one
+ * packet at a time). Returns the packets written to out.
+ */
+int uroce_req_middles(struct uroce_qp *qp, const struct uroce_tx_pkt *prev,
+		      struct uroce_tx_pkt *out, int max)
+{
+	struct uroce_sq *sq = &qp->sq;
+	bool rc = qp->init.type == UROCE_QPT_RC;
+	uint32_t off = qp->req.offset, mtu = qp->mtu;
+
+	if (max <= 0 || off == 0 || sq->cur == sq->tail || !uroce_req_has_work(qp) ||
+	    (!rc && qp->init.type != UROCE_QPT_UC))
+		return 0;
+	struct uroce_swqe *w = uroce_sq_at(sq, sq->cur);
+	uint8_t mid;
+
+	switch (w->wr.opcode) {
+	case UROCE_WR_SEND:
+	case UROCE_WR_SEND_WITH_IMM:
+		mid = 0x01;
+		break;
+	case UROCE_WR_RDMA_WRITE:
+	case UROCE_WR_RDMA_WRITE_WITH_IMM:
+		mid = 0x07;
+		break;
+	case UROCE_WR_RDMA_READ:
+	case UROCE_WR_ATOMIC_CMP_AND_SWP:
+	case UROCE_WR_ATOMIC_FETCH_AND_ADD:
+	case UROCE_WR_LOCAL_INV:
+	case UROCE_WR_BIND_MW:
+	case UROCE_WR_SEND_WITH_INV:
+	default:
+		return 0;
+	}
+	if (w->wr.send_flags & UROCE_SEND_INLINE || off >= w->length)
+		return 0;
+	/* MIDDLE packets left before the last one, within the window. */
+	uint32_t k = (w->length - off - 1) / mtu;
+
+	if (k > (uint32_t)max)
+		k = (uint32_t)max;
+	if (rc) {
+		int32_t room = uroce_req_window(qp) - uroce_psn_diff(qp->req.psn, qp->comp.psn);
+
+		if (room <= 0)
+			return 0;
+		if (k > (uint32_t)room)
+			k = (uint32_t)room;
+	}
+	if (k == 0)
+		return 0;
+	bool bad;
+	const uint8_t *base = uroce_sge_contig(qp->eng, qp->pd, w->sge, (uint32_t)w->wr.num_sge,
+					       off, k * mtu, &bad);
+
+	if (!base)
+		return 0; /* several pieces, or a protection error: uroce_req_next() sorts it out */
+	uint8_t cls = rc ? UROCE_OPCLASS_RC : UROCE_OPCLASS_UC;
+
+	for (uint32_t i = 0; i < k; i++) {
+		struct uroce_tx_pkt *o = &out[i];
+		uint32_t psn = qp->req.psn;
+
+		memcpy(o->hdr, prev->hdr, UROCE_BTH_LEN);
+		o->hdr[0] = cls | mid;
+		o->hdr[1] &= 0x0F; /* no SE, no MigReq, pad 0: a MIDDLE is a full MTU */
+		o->hdr[8] &= 0x7F;
+		if (rc && ++qp->req.noack_pkts >= UROCE_MAX_PKT_PER_ACK) {
+			o->hdr[8] |= 0x80;
+			qp->req.noack_pkts = 0;
+		}
+		uroce_put_be24(o->hdr + 9, psn);
+		o->hdr_len = UROCE_BTH_LEN;
+		o->pad = 0;
+		o->payload = base + (size_t)i * mtu;
+		o->payload_len = mtu;
+		o->av = prev->av;
+		o->src_qpn = prev->src_qpn;
+		o->dst_qpn = prev->dst_qpn;
+		if (rc && uroce_psn_before(psn, qp->req.psn_max))
+			uroce_count(qp->eng, UROCE_CNT_RETRANSMITTED_PKTS);
+		qp->req.psn = uroce_psn_add(psn, 1);
+		if (rc && uroce_psn_after(qp->req.psn, qp->req.psn_max))
+			qp->req.psn_max = qp->req.psn;
+	}
+	qp->req.offset = off + k * mtu;
+	return (int)k;
+}
+
+/*
  * Go back to PSN psn (IBTA 9.7.5.2.8 go-back-N): the first WQE whose PSN range holds psn is sent
  * again from that packet; every later WQE is sent again whole.
  */
