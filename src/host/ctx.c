@@ -220,13 +220,21 @@ static void do_tx(struct uroce_ctx *c, uint64_t now)
 		 * trip through the kernel; nor do ACKs split runs of data packets (GSO).
 		 */
 		for (int pass = 0; pass < 2; pass++) {
+			int prev = -1; /* the last packet resolved: a message's packets share its path */
+
 			for (int i = 0; i < n; i++) {
-				bool resp = uroce_opinfo[c->txp[i].hdr[0]].flags & UROCE_OPF_RESP;
+				const struct uroce_tx_pkt *t = &c->txp[i];
+				bool resp = uroce_opinfo[t->hdr[0]].flags & UROCE_OPF_RESP;
 
 				if (resp != (pass == 1))
 					continue;
-				if (resolve(c, &c->txp[i], &c->path[i]))
+				if (prev >= 0 && t->av == c->txp[prev].av &&
+				    t->src_qpn == c->txp[prev].src_qpn &&
+				    t->dst_qpn == c->txp[prev].dst_qpn)
+					c->path[i] = c->path[prev];
+				else if (resolve(c, t, &c->path[i]))
 					continue; /* unresolvable: dropped; RC retransmits */
+				prev = i;
 				struct uroce_tx_desc *d = c->path[i].encap == UROCE_ENCAP_V1
 								  ? &c->d1[n1++]
 								  : &c->d2[n2++];
