@@ -11,10 +11,10 @@
  * (ISA-L, as uroce's ICRC). For MS milliseconds the sender cuts a 64 KiB source buffer into
  * payloads and sends them as UDP GSO sends of as many segments as fit 64 KiB, as uroce's UDP
  * backend does (two iovecs per segment: the payload in place, and the CRC of one segment with
- * the header of the next), computing each segment's CRC (unless --no-crc). The receiver takes datagrams in
- * with UDP GRO and recvmmsg, splits them, checks each CRC and copies each payload into a 1 MiB
- * buffer (where uroce would place an RDMA WRITE), so the payload is touched as in uroce: the
- * kernel's copy in and out, a CRC on each side, one copy into "registered memory".
+ * the header of the next), computing each segment's CRC (unless --no-crc). The receiver takes
+ * datagrams in with UDP GRO and recvmmsg, splits them, checks each CRC and copies each payload into
+ * a 1 MiB buffer (where uroce would place an RDMA WRITE), so the payload is touched as in uroce:
+ * the kernel's copy in and out, a CRC on each side, one copy into "registered memory".
  * --corrupt-every N changes a header byte after the CRC in every Nth segment (the receiver must
  * count those).
  *
@@ -129,7 +129,8 @@ static int do_send(const struct sockaddr_in *dst, uint32_t seg, double secs, boo
 			if (k == 0)
 				iov[0] = (struct iovec){hdr, HDR};
 			iov[2 * k + 1] = (struct iovec){p, pay};
-			iov[2 * k + 2] = (struct iovec){trl, k + 1 < nseg ? TRAILER + HDR : TRAILER};
+			iov[2 * k + 2] =
+				(struct iovec){trl, k + 1 < nseg ? TRAILER + HDR : TRAILER};
 			if (corrupt_every && seq % (uint32_t)corrupt_every == 0)
 				hdr[8] ^= 0x5A; /* after the CRC: the receiver must see it */
 			seq++;

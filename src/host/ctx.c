@@ -220,7 +220,8 @@ static void do_tx(struct uroce_ctx *c, uint64_t now)
 		 * trip through the kernel; nor do ACKs split runs of data packets (GSO).
 		 */
 		for (int pass = 0; pass < 2; pass++) {
-			int prev = -1; /* the last packet resolved: a message's packets share its path */
+			/* The last packet resolved: a message's packets share its path. */
+			int prev = -1;
 
 			for (int i = 0; i < n; i++) {
 				const struct uroce_tx_pkt *t = &c->txp[i];
@@ -422,8 +423,7 @@ void uroce_ctx_poll_progress(struct uroce_ctx *c)
 	 * thread takes the sockets back (at most UROCE_CTX_POLL_LEASE_NS). */
 	/* For one round at most (a poller that only receives): what is still pending now was
 	 * held back by the last round, since every other path sends what it makes. */
-	bool defer = now < lease_end(c) &&
-		     !uroce_eng_tx_pending(c->eng);
+	bool defer = now < lease_end(c) && !uroce_eng_tx_pending(c->eng);
 
 	round_at(c, now, !defer);
 	if (now - c->last_poll < POLL_GAP_NS) {
@@ -456,8 +456,9 @@ bool uroce_ctx_app_sleeps(struct uroce_ctx *c)
 bool uroce_ctx_post_tx(struct uroce_ctx *c)
 {
 	uroce_ctx_poll_idle(c);
+	/* A post extends the lease (uroce_ctx_lease_end). */
 	if (atomic_load_explicit(&c->app_polled, memory_order_relaxed))
-		atomic_store_explicit(&c->app_posted, mono_ns(), memory_order_relaxed); /* lease_end */
+		atomic_store_explicit(&c->app_posted, mono_ns(), memory_order_relaxed);
 	return uroce_eng_tx_pending(c->eng) ||
 	       (c->sleep_until && uroce_eng_next_deadline(c->eng) < c->sleep_until);
 }

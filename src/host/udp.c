@@ -145,8 +145,8 @@ struct udp_be {
 	struct uroce_path *tpath; /* the path with the real source port */
 	struct mmsghdr *gmsg;	  /* one per send (a GSO send covers several packets) */
 	int *gsegs;		  /* packets in each send */
-	struct iovec *tiov; /* three per packet */
-	struct iovec *giov; /* GSO sends: two per packet and one (join_iovecs) */
+	struct iovec *tiov;	  /* three per packet */
+	struct iovec *giov;	  /* GSO sends: two per packet and one (join_iovecs) */
 	union sa *tname;
 	uint8_t *tctl;
 	/* receive ring */
@@ -424,8 +424,7 @@ static int open_backend(const struct uroce_backend_cfg *cfg, const struct uroce_
 	b->rname = calloc(nb, sizeof(*b->rname));
 	b->rctl = calloc(nb, RX_CTL_LEN);
 	b->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (!b->tf || !b->tpath || !b->gmsg || !b->gsegs || !b->tiov || !b->giov ||
-	    !b->tname ||
+	if (!b->tf || !b->tpath || !b->gmsg || !b->gsegs || !b->tiov || !b->giov || !b->tname ||
 	    !b->tctl || !b->ring || !b->rmsg || !b->riov || !b->rname || !b->rctl || !b->rmeta ||
 	    b->epfd < 0) {
 		r = b->epfd < 0 ? -errno : -ENOMEM;
@@ -684,7 +683,7 @@ static size_t join_iovecs(struct udp_be *b, int j, int m)
 		uint8_t *at = nx->head + nx->t_off - f->tail_len; /* t_off >= 42 > tail_len */
 
 		memcpy(at, f->tail, f->tail_len);
-		v[nv++] = (struct iovec){ at, (size_t)f->tail_len + b->tiov[3 * (k + 1)].iov_len };
+		v[nv++] = (struct iovec){at, (size_t)f->tail_len + b->tiov[3 * (k + 1)].iov_len};
 	}
 	return nv;
 }

@@ -235,7 +235,7 @@ int uroce_eng_tx(struct uroce_eng *e, uint64_t now, struct uroce_tx_pkt *out, in
 			/* In the middle of a message: its MIDDLE packets at once, as many as the
 			 * turn has room for (each carries a full MTU of payload). */
 			int room = max - n < UROCE_TX_QUANTUM_PKTS - q ? max - n
-									: UROCE_TX_QUANTUM_PKTS - q;
+								       : UROCE_TX_QUANTUM_PKTS - q;
 			uint32_t by = (UROCE_TX_QUANTUM_BYTES - bytes + qp->mtu - 1) / qp->mtu;
 
 			if ((uint32_t)room > by)

@@ -81,9 +81,9 @@ static void lease_math(void)
 {
 	const uint64_t L = UROCE_CTX_POLL_LEASE_NS, R = UROCE_CTX_POST_RENEW_NS, t = 1000000000ull;
 
-	CHECK(uroce_ctx_lease_end(0, t) == 0);		    /* never polled: no lease */
-	CHECK(uroce_ctx_lease_end(t, 0) == t + L);	    /* no post */
-	CHECK(uroce_ctx_lease_end(t, t - 5) == t + L);	    /* a post before the poll */
+	CHECK(uroce_ctx_lease_end(0, t) == 0);		       /* never polled: no lease */
+	CHECK(uroce_ctx_lease_end(t, 0) == t + L);	       /* no post */
+	CHECK(uroce_ctx_lease_end(t, t - 5) == t + L);	       /* a post before the poll */
 	CHECK(uroce_ctx_lease_end(t, t + 500) == t + 500 + L); /* a post extends it */
 	CHECK(uroce_ctx_lease_end(t, t + R) == t + R + L);
 	CHECK(uroce_ctx_lease_end(t, t + 50 * R) == t + R + L); /* posting alone does not keep it */
@@ -180,10 +180,12 @@ static void make_pair(struct uroce_ctx *c, int idx, struct pair *p)
 	CHECK(uroce_pd_alloc(e, &p->pd) == 0);
 	for (int k = 0; k < 2; k++) {
 		CHECK(uroce_cq_create(e, 64, NULL, &p->cq[k]) == 0);
-		CHECK(uroce_mr_reg(p->pd, mem[k], sizeof(mem[k]), (uintptr_t)mem[k], 15, &p->mr[k]) ==
-		      0);
-		struct uroce_qp_init init = { .type = UROCE_QPT_RC, .send_cq = p->cq[k],
-					      .recv_cq = p->cq[k], .cap = { 16, 16, 1, 1, 0 } };
+		CHECK(uroce_mr_reg(p->pd, mem[k], sizeof(mem[k]), (uintptr_t)mem[k], 15,
+				   &p->mr[k]) == 0);
+		struct uroce_qp_init init = {.type = UROCE_QPT_RC,
+					     .send_cq = p->cq[k],
+					     .recv_cq = p->cq[k],
+					     .cap = {16, 16, 1, 1, 0}};
 
 		CHECK(uroce_qp_create(p->pd, &init, &p->qp[k]) == 0);
 	}
@@ -191,8 +193,9 @@ static void make_pair(struct uroce_ctx *c, int idx, struct pair *p)
 		struct uroce_qp_attr a = { .qp_state = UROCE_QPS_INIT, .port_num = 1,
 					   .qp_access_flags = 15 };
 
-		CHECK(uroce_qp_modify(p->qp[k], &a, UROCE_QP_STATE | UROCE_QP_PKEY_INDEX |
-							    UROCE_QP_PORT | UROCE_QP_ACCESS_FLAGS) == 0);
+		CHECK(uroce_qp_modify(p->qp[k], &a,
+				      UROCE_QP_STATE | UROCE_QP_PKEY_INDEX | UROCE_QP_PORT |
+					      UROCE_QP_ACCESS_FLAGS) == 0);
 		a.qp_state = UROCE_QPS_RTR;
 		a.path_mtu = UROCE_MTU_1024;
 		a.dest_qp_num = uroce_qp_num(p->qp[!k]);
@@ -203,21 +206,21 @@ static void make_pair(struct uroce_ctx *c, int idx, struct pair *p)
 		a.av.sgid_index = (uint8_t)idx;
 		a.av.hop_limit = 1;
 		memcpy(a.av.dgid, gids[idx].gid, 16);
-		CHECK(uroce_qp_modify(p->qp[k], &a, UROCE_QP_STATE | UROCE_QP_AV |
-							    UROCE_QP_PATH_MTU | UROCE_QP_DEST_QPN |
-							    UROCE_QP_RQ_PSN |
-							    UROCE_QP_MAX_DEST_RD_ATOMIC |
-							    UROCE_QP_MIN_RNR_TIMER) == 0);
+		CHECK(uroce_qp_modify(p->qp[k], &a,
+				      UROCE_QP_STATE | UROCE_QP_AV | UROCE_QP_PATH_MTU |
+					      UROCE_QP_DEST_QPN | UROCE_QP_RQ_PSN |
+					      UROCE_QP_MAX_DEST_RD_ATOMIC |
+					      UROCE_QP_MIN_RNR_TIMER) == 0);
 		a.qp_state = UROCE_QPS_RTS;
 		a.sq_psn = 100;
 		a.timeout = 14;
 		a.retry_cnt = 7;
 		a.rnr_retry = 7;
 		a.max_rd_atomic = 1;
-		CHECK(uroce_qp_modify(p->qp[k], &a, UROCE_QP_STATE | UROCE_QP_SQ_PSN |
-							    UROCE_QP_TIMEOUT | UROCE_QP_RETRY_CNT |
-							    UROCE_QP_RNR_RETRY |
-							    UROCE_QP_MAX_QP_RD_ATOMIC) == 0);
+		CHECK(uroce_qp_modify(p->qp[k], &a,
+				      UROCE_QP_STATE | UROCE_QP_SQ_PSN | UROCE_QP_TIMEOUT |
+					      UROCE_QP_RETRY_CNT | UROCE_QP_RNR_RETRY |
+					      UROCE_QP_MAX_QP_RD_ATOMIC) == 0);
 	}
 	uroce_ctx_unlock(c);
 }
@@ -242,9 +245,9 @@ static void exchange(struct uroce_ctx *c, int idx)
 	uroce_ctx_lock(c);
 	for (int i = 0; i < 8192; i++)
 		mem[0][i] = (uint8_t)(i * 31 + 7);
-	struct uroce_sge rs = { (uintptr_t)mem[1], 8192, uroce_mr_lkey(p.mr[1]) };
+	struct uroce_sge rs = {(uintptr_t)mem[1], 8192, uroce_mr_lkey(p.mr[1])};
 	struct uroce_recv_wr rwr = { .wr_id = 5, .sg_list = &rs, .num_sge = 1 }, *rbad;
-	struct uroce_sge ss = { (uintptr_t)mem[0], 5000, uroce_mr_lkey(p.mr[0]) };
+	struct uroce_sge ss = {(uintptr_t)mem[0], 5000, uroce_mr_lkey(p.mr[0])};
 	struct uroce_send_wr swr = { .wr_id = 6, .sg_list = &ss, .num_sge = 1,
 				     .opcode = UROCE_WR_SEND,
 				     .send_flags = UROCE_SEND_SIGNALED },
@@ -308,9 +311,11 @@ static void lease_ends(struct uroce_ctx *c, int idx)
 	uint64_t seq = 0, want = 0, got = 0, t0 = mono_ms();
 
 	while ((!want || got < want) && mono_ms() - t0 < 5000) {
-		struct uroce_sge ss = { (uintptr_t)mem[0] + 30000, 8, uroce_mr_lkey(p.mr[0]) };
-		struct uroce_send_wr swr = { .wr_id = 9, .sg_list = &ss, .num_sge = 1,
-					     .opcode = UROCE_WR_RDMA_WRITE },
+		struct uroce_sge ss = {(uintptr_t)mem[0] + 30000, 8, uroce_mr_lkey(p.mr[0])};
+		struct uroce_send_wr swr = {.wr_id = 9,
+					    .sg_list = &ss,
+					    .num_sge = 1,
+					    .opcode = UROCE_WR_RDMA_WRITE},
 				     *sbad;
 
 		swr.wr.rdma.remote_addr = (uintptr_t)mem[1];

@@ -355,9 +355,12 @@ static void turns(enum uroce_mtu mtu, uint32_t msg, int turn)
 		connect(qb[i], &a, uroce_qp_num(qa[i]), true);
 
 		for (uint32_t off = 0; off < (512u << 10); off += msg) {
-			struct uroce_sge ss = {.addr = (uintptr_t)abuf + off, .length = msg,
+			struct uroce_sge ss = {.addr = (uintptr_t)abuf + off,
+					       .length = msg,
 					       .lkey = uroce_mr_lkey(amr)};
-			struct uroce_send_wr swr = {.wr_id = 1, .sg_list = &ss, .num_sge = 1,
+			struct uroce_send_wr swr = {.wr_id = 1,
+						    .sg_list = &ss,
+						    .num_sge = 1,
 						    .opcode = UROCE_WR_RDMA_WRITE,
 						    .send_flags = UROCE_SEND_SIGNALED},
 					     *sbad;
@@ -450,10 +453,13 @@ static void middles(enum uroce_qp_type type)
 	for (uint32_t i = 0; i < len; i++)
 		abuf[i] = (uint8_t)(i * 11 + 3);
 
-	struct uroce_sge ss[2] = {{.addr = (uintptr_t)abuf, .length = len,
-				   .lkey = uroce_mr_lkey(amr)}};
-	struct uroce_send_wr swr = {.wr_id = 1, .sg_list = ss, .num_sge = 1,
-				    .opcode = UROCE_WR_RDMA_WRITE, .send_flags = UROCE_SEND_SIGNALED},
+	struct uroce_sge ss[2] = {
+		{.addr = (uintptr_t)abuf, .length = len, .lkey = uroce_mr_lkey(amr)}};
+	struct uroce_send_wr swr = {.wr_id = 1,
+				    .sg_list = ss,
+				    .num_sge = 1,
+				    .opcode = UROCE_WR_RDMA_WRITE,
+				    .send_flags = UROCE_SEND_SIGNALED},
 			     *sbad;
 
 	swr.wr.rdma.remote_addr = 0x10000;
@@ -468,13 +474,14 @@ static void middles(enum uroce_qp_type type)
 		uint8_t want = cls | (i == 0 ? 0x06 : i == n - 1 ? 0x08 : 0x07);
 		bool ack = tx[i].hdr[8] & 0x80, want_ack = rc && (i == n - 1 || i % 64 == 63);
 
-		CHECKF(tx[i].hdr[0] == want, "packet %d: opcode 0x%02x, want 0x%02x", i, tx[i].hdr[0],
-		       want);
+		CHECKF(tx[i].hdr[0] == want, "packet %d: opcode 0x%02x, want 0x%02x", i,
+		       tx[i].hdr[0], want);
 		CHECKF(uroce_get_be24(tx[i].hdr + 9) == ((psn0 + (uint32_t)i) & 0xFFFFFFu),
 		       "packet %d: PSN", i);
 		CHECKF(ack == want_ack, "packet %d: AckReq %d", i, ack);
 		CHECKF(tx[i].hdr_len == (i == 0 ? 28 : 12) && tx[i].pad == 0 &&
-			       tx[i].payload == abuf + (size_t)i * 1024 && tx[i].payload_len == 1024,
+			       tx[i].payload == abuf + (size_t)i * 1024 &&
+			       tx[i].payload_len == 1024,
 		       "packet %d: header %u bytes, payload at %td", i, tx[i].hdr_len,
 		       tx[i].payload - abuf);
 		CHECK_BAIL();
@@ -497,7 +504,8 @@ static void middles(enum uroce_qp_type type)
 	CHECK(uroce_post_send(qa, &swr, &sbad) == 0);
 	memset(bbuf, 0, 2 * len);
 	ss[0].length = 100003;
-	ss[1] = (struct uroce_sge){.addr = (uintptr_t)abuf + 100003, .length = len - 100003,
+	ss[1] = (struct uroce_sge){.addr = (uintptr_t)abuf + 100003,
+				   .length = len - 100003,
 				   .lkey = uroce_mr_lkey(amr)};
 	swr.num_sge = 2;
 	swr.opcode = UROCE_WR_RDMA_WRITE;
