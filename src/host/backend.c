@@ -81,6 +81,26 @@ const char *uroce_backend_strerror(const struct uroce_backend_ops *ops, int err)
 
 /* ---- framing ------------------------------------------------------------------------------ */
 
+/* The ICRC from f->pseudo_crc over the BTH, extension headers, payload and pad; the tail. */
+static void finish(struct uroce_txframe *f, const struct uroce_tx_desc *d)
+{
+	static const uint8_t zeros[4];
+	const struct uroce_tx_pkt *p = d->pkt;
+	uint32_t crc = uroce_icrc_bth(f->pseudo_crc, p->hdr);
+
+	/* No call for nothing: ISA-L takes about 4 ns to return from an empty one, and most
+	 * packets (MIDDLEs of a multiple of 4 bytes) have no extension header and no pad. */
+	if (p->hdr_len > UROCE_BTH_LEN)
+		crc = uroce_icrc_update(crc, p->hdr + UROCE_BTH_LEN, p->hdr_len - UROCE_BTH_LEN);
+	if (p->payload_len)
+		crc = uroce_icrc_update(crc, p->payload, p->payload_len);
+	if (p->pad)
+		crc = uroce_icrc_update(crc, zeros, p->pad);
+	memset(f->tail, 0, p->pad);
+	uroce_put_le32(f->tail + p->pad, crc ^ d->icrc_xor);
+	f->tail_len = (uint8_t)(p->pad + UROCE_ICRC_LEN);
+}
+
 int uroce_txframe_build(struct uroce_txframe *f, const struct uroce_tx_desc *d,
 			const uint8_t smac[6], uint16_t dport, uint16_t ip_id)
 {
@@ -153,20 +173,30 @@ int uroce_txframe_build(struct uroce_txframe *f, const struct uroce_tx_desc *d,
 	f->roce_len = (uint32_t)roce_len;
 
 	/* ICRC over the pseudo-header the receiver will see, the headers, payload and pad. */
-	static const uint8_t zeros[4];
-	uint32_t crc = uroce_icrc_begin(path->encap, l3, p->hdr);
+	f->pseudo_crc = uroce_icrc_pseudo(path->encap, l3);
+	finish(f, d);
+	return 0;
+}
 
-	/* No call for nothing: ISA-L takes about 4 ns to return from an empty one, and most
-	 * packets (MIDDLEs of a multiple of 4 bytes) have no extension header and no pad. */
-	if (p->hdr_len > UROCE_BTH_LEN)
-		crc = uroce_icrc_update(crc, p->hdr + UROCE_BTH_LEN, p->hdr_len - UROCE_BTH_LEN);
-	if (p->payload_len)
-		crc = uroce_icrc_update(crc, p->payload, p->payload_len);
-	if (p->pad)
-		crc = uroce_icrc_update(crc, zeros, p->pad);
-	memset(f->tail, 0, p->pad);
-	uroce_put_le32(f->tail + p->pad, crc ^ d->icrc_xor);
-	f->tail_len = (uint8_t)(p->pad + UROCE_ICRC_LEN);
+int uroce_txframe_next(struct uroce_txframe *f, const struct uroce_txframe *prev, uint16_t prev_id,
+		       const struct uroce_tx_desc *d, uint16_t ip_id)
+{
+	const struct uroce_tx_pkt *p = d->pkt;
+
+	if (d->path->encap != UROCE_ENCAP_V2_IPV4 || prev->l3_off != UROCE_ETH_LEN ||
+	    prev->t_off != UROCE_ETH_LEN + UROCE_IPV4_LEN + UROCE_UDP_LEN ||
+	    p->hdr_len < UROCE_BTH_LEN || p->hdr_len > UROCE_TX_HDR_MAX || p->pad > 3 ||
+	    (p->payload_len && !p->payload) || uroce_tx_pkt_len(p) != prev->roce_len)
+		return -EINVAL;
+	memcpy(f->head, prev->head, prev->t_off);
+	uroce_put_be16(f->head + UROCE_ETH_LEN + 4, ip_id);
+	f->l3_off = prev->l3_off;
+	f->t_off = prev->t_off;
+	memcpy(f->head + f->t_off, p->hdr, p->hdr_len);
+	f->head_len = (uint16_t)(f->t_off + p->hdr_len);
+	f->roce_len = prev->roce_len;
+	f->pseudo_crc = uroce_icrc_pseudo_v4_id(prev->pseudo_crc, prev_id ^ ip_id);
+	finish(f, d);
 	return 0;
 }
 

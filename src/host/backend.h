@@ -274,6 +274,7 @@ struct uroce_txframe {
 	uint8_t tail[8];
 	uint8_t tail_len;  /* pad + 4 */
 	uint32_t roce_len; /* BTH..ICRC */
+	uint32_t pseudo_crc; /* the ICRC's state after the pseudo-header (uroce_icrc_pseudo) */
 };
 
 /*
@@ -286,6 +287,16 @@ struct uroce_txframe {
  */
 int uroce_txframe_build(struct uroce_txframe *f, const struct uroce_tx_desc *d,
 			const uint8_t smac[6], uint16_t dport, uint16_t ip_id);
+
+/*
+ * Build f for d as uroce_txframe_build would, for a RoCE v2 IPv4 packet that differs from prev
+ * (built by either function, with IPv4 ID prev_id) only in its BTH and extension headers, its
+ * payload and its IPv4 ID: same path, same RoCE length (the caller's promise). The headers are
+ * copied and the ICRC's pseudo-header part follows from prev's by the ID alone. Returns 0, or
+ * -EINVAL when d is not such a packet (not IPv4, another length, a bad header).
+ */
+int uroce_txframe_next(struct uroce_txframe *f, const struct uroce_txframe *prev, uint16_t prev_id,
+		       const struct uroce_tx_desc *d, uint16_t ip_id);
 
 /*
  * Write the checksums a v2 frame carries on the wire into f: the IPv4 header's (left 0 by

@@ -573,6 +573,20 @@ static void add_cmsg_int(struct msghdr *m, size_t *used, int level, int type, in
 	add_cmsg(m, used, level, type, &v, sizeof(v));
 }
 
+/* Packet j's three iovecs: headers, payload in place, pad + ICRC. */
+static void set_iovecs(struct udp_be *b, int j, const struct uroce_tx_pkt *p)
+{
+	struct uroce_txframe *f = &b->tf[j];
+	struct iovec *iov = &b->tiov[3 * j];
+
+	iov[0].iov_base = f->head + f->t_off;
+	iov[0].iov_len = (size_t)(f->head_len - f->t_off);
+	iov[1].iov_base = (void *)(uintptr_t)p->payload; /* the kernel only reads it */
+	iov[1].iov_len = p->payload_len;
+	iov[2].iov_base = f->tail;
+	iov[2].iov_len = f->tail_len;
+}
+
 /*
  * Frame packet j for d, its ICRC computed with IPv4 ID ip_id, with its three iovecs; returns 0
  * or the error that makes the packet unsendable.
@@ -591,14 +605,24 @@ static int prep_tx(struct udp_be *b, int j, const struct uroce_tx_desc *d, uint1
 
 	if (r < 0)
 		return r;
-	struct iovec *iov = &b->tiov[3 * j];
+	set_iovecs(b, j, p);
+	return 0;
+}
 
-	iov[0].iov_base = f->head + f->t_off;
-	iov[0].iov_len = (size_t)(f->head_len - f->t_off);
-	iov[1].iov_base = (void *)(uintptr_t)p->payload; /* the kernel only reads it */
-	iov[1].iov_len = p->payload_len;
-	iov[2].iov_base = f->tail;
-	iov[2].iov_len = f->tail_len;
+/*
+ * Frame packet j, which follows packet j - 1 (IPv4 ID prev_id) in a GSO send with the same
+ * length: headers copied, the pseudo-header's ICRC state from the ID alone (uroce_txframe_next).
+ * Returns 0, or what prep_tx returns for a packet it cannot treat so.
+ */
+static int prep_next(struct udp_be *b, int j, const struct uroce_tx_desc *d, uint16_t prev_id,
+		     uint16_t ip_id)
+{
+	struct uroce_txframe *f = &b->tf[j];
+	const struct uroce_tx_pkt *p = d->pkt;
+
+	if (uroce_txframe_next(f, &b->tf[j - 1], prev_id, d, ip_id) < 0)
+		return prep_tx(b, j, d, ip_id);
+	set_iovecs(b, j, p);
 	return 0;
 }
 
@@ -709,7 +733,10 @@ static int prep_sends(struct udp_be *b, int si, const struct uroce_tx_desc *d, i
 		/* Segment k of a GSO send leaves with IPv4 ID k (see the top of the file). */
 		uint16_t id = join && v4 ? (uint16_t)(cnt - first) : 0;
 
-		if (prep_tx(b, cnt, &d[cnt], id) < 0)
+		int r = join && v4 && len == seglen ? prep_next(b, cnt, &d[cnt], ids[cnt - 1], id)
+						    : prep_tx(b, cnt, &d[cnt], id);
+
+		if (r < 0)
 			break;
 		ids[cnt] = id;
 		if (join) {

@@ -25,6 +25,20 @@
  */
 uint32_t uroce_icrc_begin(enum uroce_encap encap, const uint8_t *l3l4, const uint8_t *bth);
 
+/*
+ * uroce_icrc_begin in two steps: the CRC state after the pseudo-header alone (8 x 0xFF, the
+ * masked L3/L4 headers, as above), then after the BTH that follows it.
+ */
+uint32_t uroce_icrc_pseudo(enum uroce_encap encap, const uint8_t *l3l4);
+uint32_t uroce_icrc_bth(uint32_t crc, const uint8_t *bth);
+
+/*
+ * The pseudo-header state of a RoCE v2 IPv4 packet that differs from another only in its IPv4 ID,
+ * from the other's state crc and x = the two IDs XORed: the CRC is affine in the ID, so the
+ * segments of a UDP GSO send (IDs 0, 1, 2, ...) need not each run the CRC over the headers.
+ */
+uint32_t uroce_icrc_pseudo_v4_id(uint32_t crc, uint16_t x);
+
 /* Continue over the bytes after the BTH (extension headers, payload, pad). */
 uint32_t uroce_icrc_update(uint32_t crc, const uint8_t *p, size_t len);
 

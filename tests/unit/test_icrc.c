@@ -8,7 +8,9 @@
  *    for random frames of every encapsulation;
  *  - every byte of v1 and v2/IPv6 frames: corrupting it breaks the ICRC exactly when the byte is
  *    covered (the v2/IPv4 case is in test_golden on the captures);
- *  - uroce_icrc_begin + uroce_icrc_update in pieces equals uroce_icrc.
+ *  - uroce_icrc_begin + uroce_icrc_update in pieces equals uroce_icrc;
+ *  - for RoCE v2 over IPv4, the pseudo-header state for another IPv4 ID from the XOR of the two
+ *    IDs (uroce_icrc_pseudo_v4_id) equals the one computed over the changed header.
  */
 #include <errno.h>
 #include <string.h>
@@ -196,6 +198,19 @@ static void test_reference(void)
 		c = uroce_icrc_update(c, g.roce + 12 + a, b2 - a);
 		c = uroce_icrc_update(c, g.roce + 12 + b2, rest - b2);
 		CHECK(c == want);
+
+		/* IPv4: the pseudo-header state for another ID, from the delta alone. */
+		if (e == UROCE_ENCAP_V2_IPV4) {
+			uint8_t l3[UROCE_IPV4_LEN + UROCE_UDP_LEN];
+			uint16_t id1 = uroce_get_be16(g.l3 + 4), id2 = (uint16_t)rng_below(&r, 65536);
+
+			memcpy(l3, g.l3, sizeof(l3));
+			uroce_put_be16(l3 + 4, id2);
+			uint32_t p = uroce_icrc_pseudo_v4_id(uroce_icrc_pseudo(e, g.l3), id1 ^ id2);
+
+			CHECKF(uroce_icrc_bth(p, g.roce) == uroce_icrc_begin(e, l3, g.roce),
+			       "IPv4 ID %04x -> %04x", id1, id2);
+		}
 		CHECK_BAIL();
 	}
 	uint8_t z[64] = {0};
