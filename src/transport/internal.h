@@ -189,6 +189,7 @@ struct uroce_resp_state {
 	struct uroce_rd_res *res;
 	uint32_t nres;
 	uint32_t res_next;   /* next slot to allocate */
+	uint32_t res_send;   /* where res_sending looks first: none from res_next to it sends */
 	bool goto_error;     /* move to ERR once the NAK is sent (class C/D errors) */
 };
 

@@ -440,6 +440,7 @@ int uroce_qp_modify(struct uroce_qp *qp, const struct uroce_qp_attr *a, unsigned
 		qp->resp.res = res;
 		qp->resp.nres = nres;
 		qp->resp.res_next = 0;
+		qp->resp.res_send = 0;
 	}
 
 	/* Apply. */

@@ -200,7 +200,12 @@ static struct uroce_rd_res *res_alloc(struct uroce_qp *qp)
 
 	if (res->valid && res->sending)
 		return NULL; /* more outstanding than max_dest_rd_atomic */
+	uint32_t slot = r->res_next;
+
 	r->res_next = (r->res_next + 1) % r->nres;
+	/* The slot becomes the newest: res_sending must not start there, ahead of older ones. */
+	if (r->res_send == slot)
+		r->res_send = r->res_next;
 	memset(res, 0, sizeof(*res));
 	return res;
 }
@@ -312,6 +317,7 @@ static void duplicate(struct uroce_qp *qp, const struct uroce_tpkt *t, unsigned 
 			}
 			res->next_psn = psn;
 			res->sending = true;
+			r->res_send = r->res_next; /* an older one may send again: look from the oldest */
 			uroce_qp_schedule(qp);
 			return;
 		}
@@ -493,13 +499,20 @@ static int emit(struct uroce_qp *qp, struct uroce_tpkt *t, const uint8_t *payloa
 static struct uroce_rd_res *res_sending(struct uroce_qp *qp)
 {
 	struct uroce_resp_state *r = &qp->resp;
+	uint32_t i = r->res_send < r->nres ? r->res_send : r->res_next;
 
-	for (uint32_t k = 0; k < r->nres; k++) {
-		struct uroce_rd_res *res = &r->res[(r->res_next + k) % r->nres];
+	/* From res_send on in ring order: the slots from res_next up to it hold none that sends,
+	 * so the first found is the oldest (the one being sent, for a stream of READs: one look
+	 * per packet instead of a walk over max_dest_rd_atomic slots). */
+	for (uint32_t k = 0; k < r->nres; k++, i = i + 1 == r->nres ? 0 : i + 1) {
+		struct uroce_rd_res *res = &r->res[i];
 
-		if (res->valid && res->sending)
+		if (res->valid && res->sending) {
+			r->res_send = i;
 			return res;
+		}
 	}
+	r->res_send = r->res_next;
 	return NULL;
 }
 

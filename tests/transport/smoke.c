@@ -21,33 +21,38 @@ static uint64_t now;
 static int rx_drops;
 static enum uroce_mtu path_mtu = UROCE_MTU_1024; /* what connect() sets */
 
+/* Hand packet p from a to b. */
+static void deliver(struct node *a, struct node *b, const struct uroce_tx_pkt *p)
+{
+	uint8_t buf[8192];
+	uint32_t len = 0;
+
+	memcpy(buf, p->hdr, p->hdr_len);
+	len += p->hdr_len;
+	if (p->payload_len)
+		memcpy(buf + len, p->payload, p->payload_len);
+	len += p->payload_len;
+	memset(buf + len, 0, p->pad + 4u);
+	len += p->pad + 4u;
+
+	struct uroce_rx_pkt rx = { .data = buf, .len = len, .encap = UROCE_ENCAP_V2_IPV4 };
+
+	memcpy(rx.sgid, a->gid, 16);
+	memcpy(rx.dgid, b->gid, 16);
+	rx.sgid_index = 1;
+	if (uroce_eng_rx(b->e, now, &rx) != 0)
+		rx_drops++;
+}
+
 /* Move every pending packet from a to b; returns how many moved. */
 static int pump(struct node *a, struct node *b)
 {
 	struct uroce_tx_pkt tx[32];
-	int n = uroce_eng_tx(a->e, now, tx, 32), moved = n;
+	int n = uroce_eng_tx(a->e, now, tx, 32);
 
-	for (int i = 0; i < n; i++) {
-		uint8_t buf[8192];
-		uint32_t len = 0;
-
-		memcpy(buf, tx[i].hdr, tx[i].hdr_len);
-		len += tx[i].hdr_len;
-		if (tx[i].payload_len)
-			memcpy(buf + len, tx[i].payload, tx[i].payload_len);
-		len += tx[i].payload_len;
-		memset(buf + len, 0, tx[i].pad + 4u);
-		len += tx[i].pad + 4u;
-
-		struct uroce_rx_pkt rx = { .data = buf, .len = len, .encap = UROCE_ENCAP_V2_IPV4 };
-
-		memcpy(rx.sgid, a->gid, 16);
-		memcpy(rx.dgid, b->gid, 16);
-		rx.sgid_index = 1;
-		if (uroce_eng_rx(b->e, now, &rx) != 0)
-			rx_drops++;
-	}
-	return moved;
+	for (int i = 0; i < n; i++)
+		deliver(a, b, &tx[i]);
+	return n;
 }
 
 static void run(struct node *a, struct node *b)
@@ -520,6 +525,63 @@ static void middles(enum uroce_qp_type type)
 	uroce_eng_destroy(b.e);
 }
 
+/*
+ * A duplicate READ request for an older READ while a newer one's responses are going out: the
+ * responder answers the older one first again (responses in request order), then goes on with the
+ * newer one, as the requester that asked again expects.
+ */
+static void read_replay(void)
+{
+	struct node a, b;
+	struct uroce_mr *amr, *bmr;
+	static struct uroce_tx_pkt tx[8], rtx[16];
+	unsigned acc = UROCE_ACCESS_LOCAL_WRITE | UROCE_ACCESS_REMOTE_READ;
+
+	node_init(&a, 1);
+	node_init(&b, 2);
+	struct uroce_qp *qa = qp_make(&a, UROCE_QPT_RC), *qb = qp_make(&b, UROCE_QPT_RC);
+
+	CHECK(uroce_mr_reg(a.pd, abuf, sizeof(abuf), (uintptr_t)abuf, acc, &amr) == 0);
+	CHECK(uroce_mr_reg(b.pd, bbuf, sizeof(bbuf), 0x10000, acc, &bmr) == 0);
+	connect(qa, &b, uroce_qp_num(qb), true);
+	connect(qb, &a, uroce_qp_num(qa), true);
+	for (uint32_t off = 0; off < 8192; off += 4096) {
+		struct uroce_sge ss = {.addr = (uintptr_t)abuf + off, .length = 4096,
+				       .lkey = uroce_mr_lkey(amr)};
+		struct uroce_send_wr swr = {.wr_id = off, .sg_list = &ss, .num_sge = 1,
+					    .opcode = UROCE_WR_RDMA_READ},
+				     *sbad;
+
+		swr.wr.rdma.remote_addr = 0x10000 + off;
+		swr.wr.rdma.rkey = uroce_mr_rkey(bmr);
+		CHECK(uroce_post_send(qa, &swr, &sbad) == 0);
+	}
+	int n = uroce_eng_tx(a.e, now, tx, 8);
+
+	CHECKF(n == 2, "%d READ requests", n);
+	if (n != 2)
+		goto out;
+	uint32_t pa = uroce_get_be24(tx[0].hdr + 9), pb = uroce_get_be24(tx[1].hdr + 9);
+
+	deliver(&a, &b, &tx[0]);
+	deliver(&a, &b, &tx[1]);
+	n = uroce_eng_tx(b.e, now, rtx, 6); /* A's four responses, B's first two */
+	CHECKF(n == 6 && uroce_get_be24(rtx[5].hdr + 9) == ((pb + 1) & 0xFFFFFFu),
+	       "%d responses", n);
+	deliver(&a, &b, &tx[0]); /* A asked again */
+	n = uroce_eng_tx(b.e, now, rtx, 16);
+	CHECKF(n == 6, "%d responses after the duplicate", n);
+	for (int i = 0; i < n; i++) {
+		uint32_t want = (i < 4 ? pa + (uint32_t)i : pb + (uint32_t)i - 2) & 0xFFFFFFu;
+
+		CHECKF(uroce_get_be24(rtx[i].hdr + 9) == want, "response %d: PSN %06x, want %06x",
+		       i, uroce_get_be24(rtx[i].hdr + 9), want);
+	}
+out:
+	uroce_eng_destroy(a.e);
+	uroce_eng_destroy(b.e);
+}
+
 int main(void)
 {
 	window(UROCE_MTU_1024, 512);
@@ -533,6 +595,7 @@ int main(void)
 	CHECK(rx_drops == 0);
 	middles(UROCE_QPT_RC);
 	middles(UROCE_QPT_UC);
+	read_replay();
 	ud();
 	return check_exit("transport_smoke");
 }
