@@ -317,7 +317,8 @@ static void duplicate(struct uroce_qp *qp, const struct uroce_tpkt *t, unsigned 
 			}
 			res->next_psn = psn;
 			res->sending = true;
-			r->res_send = r->res_next; /* an older one may send again: look from the oldest */
+			/* An older one may send again: res_sending looks from the oldest. */
+			r->res_send = r->res_next;
 			uroce_qp_schedule(qp);
 			return;
 		}

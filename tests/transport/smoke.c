@@ -35,7 +35,7 @@ static void deliver(struct node *a, struct node *b, const struct uroce_tx_pkt *p
 	memset(buf + len, 0, p->pad + 4u);
 	len += p->pad + 4u;
 
-	struct uroce_rx_pkt rx = { .data = buf, .len = len, .encap = UROCE_ENCAP_V2_IPV4 };
+	struct uroce_rx_pkt rx = {.data = buf, .len = len, .encap = UROCE_ENCAP_V2_IPV4};
 
 	memcpy(rx.sgid, a->gid, 16);
 	memcpy(rx.dgid, b->gid, 16);
@@ -546,9 +546,11 @@ static void read_replay(void)
 	connect(qa, &b, uroce_qp_num(qb), true);
 	connect(qb, &a, uroce_qp_num(qa), true);
 	for (uint32_t off = 0; off < 8192; off += 4096) {
-		struct uroce_sge ss = {.addr = (uintptr_t)abuf + off, .length = 4096,
-				       .lkey = uroce_mr_lkey(amr)};
-		struct uroce_send_wr swr = {.wr_id = off, .sg_list = &ss, .num_sge = 1,
+		struct uroce_sge ss = {
+			.addr = (uintptr_t)abuf + off, .length = 4096, .lkey = uroce_mr_lkey(amr)};
+		struct uroce_send_wr swr = {.wr_id = off,
+					    .sg_list = &ss,
+					    .num_sge = 1,
 					    .opcode = UROCE_WR_RDMA_READ},
 				     *sbad;
 
@@ -566,8 +568,8 @@ static void read_replay(void)
 	deliver(&a, &b, &tx[0]);
 	deliver(&a, &b, &tx[1]);
 	n = uroce_eng_tx(b.e, now, rtx, 6); /* A's four responses, B's first two */
-	CHECKF(n == 6 && uroce_get_be24(rtx[5].hdr + 9) == ((pb + 1) & 0xFFFFFFu),
-	       "%d responses", n);
+	CHECKF(n == 6 && uroce_get_be24(rtx[5].hdr + 9) == ((pb + 1) & 0xFFFFFFu), "%d responses",
+	       n);
 	deliver(&a, &b, &tx[0]); /* A asked again */
 	n = uroce_eng_tx(b.e, now, rtx, 16);
 	CHECKF(n == 6, "%d responses after the duplicate", n);
