@@ -118,6 +118,26 @@ static int req_payload(struct uroce_qp *qp, struct uroce_swqe *w, uint32_t off, 
 	return 0;
 }
 
+/* RC: does this packet ask for an ACK? The last of a WQE does, and at least every
+ * UROCE_MAX_PKT_PER_ACK-th. */
+static bool ack_due(struct uroce_qp *qp, bool last)
+{
+	if (!last && ++qp->req.noack_pkts < UROCE_MAX_PKT_PER_ACK)
+		return false;
+	qp->req.noack_pkts = 0;
+	return true;
+}
+
+/* The packet at qp->req.psn is out: n PSNs further (an RC packet below psn_max is a resend). */
+static void psn_step(struct uroce_qp *qp, bool rc, uint32_t n)
+{
+	if (rc && uroce_psn_before(qp->req.psn, qp->req.psn_max))
+		uroce_count(qp->eng, UROCE_CNT_RETRANSMITTED_PKTS);
+	qp->req.psn = uroce_psn_add(qp->req.psn, n);
+	if (rc && uroce_psn_after(qp->req.psn, qp->req.psn_max))
+		qp->req.psn_max = qp->req.psn;
+}
+
 int uroce_req_next(struct uroce_qp *qp, struct uroce_tx_pkt *out)
 {
 	if (!uroce_req_has_work(qp))
@@ -220,13 +240,8 @@ int uroce_req_next(struct uroce_qp *qp, struct uroce_tx_pkt *out)
 	    (w->wr.opcode == UROCE_WR_SEND || w->wr.opcode == UROCE_WR_SEND_WITH_IMM ||
 	     w->wr.opcode == UROCE_WR_RDMA_WRITE_WITH_IMM))
 		t.bth.se = true;
-	if (rc) {
-		qp->req.noack_pkts++;
-		if (last || qp->req.noack_pkts >= UROCE_MAX_PKT_PER_ACK) {
-			t.bth.ackreq = true;
-			qp->req.noack_pkts = 0;
-		}
-	}
+	if (rc)
+		t.bth.ackreq = ack_due(qp, last);
 	t.payload_len = n;
 
 	int hl = uroce_tpkt_hdr_encode(out->hdr, sizeof(out->hdr), &t);
@@ -241,11 +256,7 @@ int uroce_req_next(struct uroce_qp *qp, struct uroce_tx_pkt *out)
 	out->src_qpn = qp->qpn;
 	out->dst_qpn = t.bth.dqpn;
 
-	if (rc && uroce_psn_before(qp->req.psn, qp->req.psn_max))
-		uroce_count(qp->eng, UROCE_CNT_RETRANSMITTED_PKTS);
-	qp->req.psn = uroce_psn_add(qp->req.psn, psns);
-	if (rc && uroce_psn_after(qp->req.psn, qp->req.psn_max))
-		qp->req.psn_max = qp->req.psn;
+	psn_step(qp, rc, psns);
 	if (!last) {
 		qp->req.offset = off + n;
 		if (rc)
@@ -291,27 +302,13 @@ int uroce_req_middles(struct uroce_qp *qp, const struct uroce_tx_pkt *prev,
 	    (!rc && qp->init.type != UROCE_QPT_UC))
 		return 0;
 	struct uroce_swqe *w = uroce_sq_at(sq, sq->cur);
-	uint8_t mid;
 
-	switch (w->wr.opcode) {
-	case UROCE_WR_SEND:
-	case UROCE_WR_SEND_WITH_IMM:
-		mid = 0x01;
-		break;
-	case UROCE_WR_RDMA_WRITE:
-	case UROCE_WR_RDMA_WRITE_WITH_IMM:
-		mid = 0x07;
-		break;
-	case UROCE_WR_RDMA_READ:
-	case UROCE_WR_ATOMIC_CMP_AND_SWP:
-	case UROCE_WR_ATOMIC_FETCH_AND_ADD:
-	case UROCE_WR_LOCAL_INV:
-	case UROCE_WR_BIND_MW:
-	case UROCE_WR_SEND_WITH_INV:
-	default:
+	/* SENDs and WRITEs (reads and atomics are one request packet; the rest never posts). */
+	if (wqe_is_rd_atomic(w) || w->wr.send_flags & UROCE_SEND_INLINE || off >= w->length)
 		return 0;
-	}
-	if (w->wr.send_flags & UROCE_SEND_INLINE || off >= w->length)
+	uint8_t op = req_opcode(qp, w, off, mtu); /* a MIDDLE: not the first, not the last */
+
+	if (op == 0xFF)
 		return 0;
 	/* MIDDLE packets left before the last one, within the window. */
 	uint32_t k = (w->length - off - 1) / mtu;
@@ -334,21 +331,16 @@ int uroce_req_middles(struct uroce_qp *qp, const struct uroce_tx_pkt *prev,
 
 	if (!base)
 		return 0; /* several pieces, or a protection error: uroce_req_next() sorts it out */
-	uint8_t cls = rc ? UROCE_OPCLASS_RC : UROCE_OPCLASS_UC;
-
 	for (uint32_t i = 0; i < k; i++) {
 		struct uroce_tx_pkt *o = &out[i];
-		uint32_t psn = qp->req.psn;
 
 		memcpy(o->hdr, prev->hdr, UROCE_BTH_LEN);
-		o->hdr[0] = cls | mid;
+		o->hdr[0] = op;
 		o->hdr[1] &= 0x0F; /* no SE, no MigReq, pad 0: a MIDDLE is a full MTU */
 		o->hdr[8] &= 0x7F;
-		if (rc && ++qp->req.noack_pkts >= UROCE_MAX_PKT_PER_ACK) {
+		if (rc && ack_due(qp, false))
 			o->hdr[8] |= 0x80;
-			qp->req.noack_pkts = 0;
-		}
-		uroce_put_be24(o->hdr + 9, psn);
+		uroce_put_be24(o->hdr + 9, qp->req.psn);
 		o->hdr_len = UROCE_BTH_LEN;
 		o->pad = 0;
 		o->payload = base + (size_t)i * mtu;
@@ -356,11 +348,7 @@ int uroce_req_middles(struct uroce_qp *qp, const struct uroce_tx_pkt *prev,
 		o->av = prev->av;
 		o->src_qpn = prev->src_qpn;
 		o->dst_qpn = prev->dst_qpn;
-		if (rc && uroce_psn_before(psn, qp->req.psn_max))
-			uroce_count(qp->eng, UROCE_CNT_RETRANSMITTED_PKTS);
-		qp->req.psn = uroce_psn_add(psn, 1);
-		if (rc && uroce_psn_after(qp->req.psn, qp->req.psn_max))
-			qp->req.psn_max = qp->req.psn;
+		psn_step(qp, rc, 1);
 	}
 	qp->req.offset = off + k * mtu;
 	return (int)k;
