@@ -81,6 +81,13 @@ const char *uroce_backend_strerror(const struct uroce_backend_ops *ops, int err)
 
 /* ---- framing ------------------------------------------------------------------------------ */
 
+/* Can p be framed: headers of a BTH up to UROCE_TX_HDR_MAX, pad 0-3, a payload if any? */
+static bool pkt_ok(const struct uroce_tx_pkt *p)
+{
+	return p->hdr_len >= UROCE_BTH_LEN && p->hdr_len <= UROCE_TX_HDR_MAX && p->pad <= 3 &&
+	       (!p->payload_len || p->payload);
+}
+
 /* The ICRC from f->pseudo_crc over the BTH, extension headers, payload and pad; the tail. */
 static void finish(struct uroce_txframe *f, const struct uroce_tx_desc *d)
 {
@@ -110,8 +117,7 @@ int uroce_txframe_build(struct uroce_txframe *f, const struct uroce_tx_desc *d,
 	uint16_t ethertype;
 	uint8_t hop = path->hop_limit ? path->hop_limit : 64;
 
-	if (p->hdr_len < UROCE_BTH_LEN || p->hdr_len > UROCE_TX_HDR_MAX || p->pad > 3 ||
-	    (p->payload_len && !p->payload))
+	if (!pkt_ok(p))
 		return -EINVAL;
 	uint64_t roce_len = uroce_tx_pkt_len(p);
 
@@ -184,9 +190,8 @@ int uroce_txframe_next(struct uroce_txframe *f, const struct uroce_txframe *prev
 	const struct uroce_tx_pkt *p = d->pkt;
 
 	if (d->path->encap != UROCE_ENCAP_V2_IPV4 || prev->l3_off != UROCE_ETH_LEN ||
-	    prev->t_off != UROCE_ETH_LEN + UROCE_IPV4_LEN + UROCE_UDP_LEN ||
-	    p->hdr_len < UROCE_BTH_LEN || p->hdr_len > UROCE_TX_HDR_MAX || p->pad > 3 ||
-	    (p->payload_len && !p->payload) || uroce_tx_pkt_len(p) != prev->roce_len)
+	    prev->t_off != UROCE_ETH_LEN + UROCE_IPV4_LEN + UROCE_UDP_LEN || !pkt_ok(p) ||
+	    uroce_tx_pkt_len(p) != prev->roce_len)
 		return -EINVAL;
 	memcpy(f->head, prev->head, prev->t_off);
 	uroce_put_be16(f->head + UROCE_ETH_LEN + 4, ip_id);
