@@ -54,6 +54,7 @@ struct uroce_ctx {
 	_Atomic uint64_t app_polled, app_posted;
 	uint64_t last_poll; /* the last empty poll's time, and how many came in a row */
 	unsigned poll_streak;
+	_Atomic unsigned lock_waiters; /* application threads waiting for the lock */
 	uroce_ctx_event_fn on_event;
 	void *arg;
 
@@ -496,12 +497,12 @@ static void *progress_main(void *arg)
 
 	while (!atomic_load(&c->stop)) {
 		int n = 0;
-		uint64_t ns, now = mono_ns(), le = lease_end(c);
+		uint64_t ns = c->busy_poll ? 0
+					   : uroce_ctx_hold_off(lease_end(c), mono_ns(),
+								atomic_load(&c->lock_waiters));
 		bool sockets = false;
 
-		if (!c->busy_poll && le > now) {
-			ns = le - now; /* leased: sleep through it without the lock */
-		} else {
+		if (!ns) {
 			pthread_mutex_lock(&c->lock);
 			ns = plan_sleep(c, &sockets);
 			pthread_mutex_unlock(&c->lock);
@@ -530,8 +531,7 @@ static void *progress_main(void *arg)
 		}
 		/* A lease still held (the application polled since we planned): its rounds do the
 		 * work, timers included; look again when it may have ended. */
-		now = mono_ns();
-		if (!sockets && !kicked && !watch && lease_end(c) > now)
+		if (!sockets && !kicked && !watch && lease_end(c) > mono_ns())
 			continue;
 		pthread_mutex_lock(&c->lock);
 		c->sleep_until = 0;
@@ -843,7 +843,11 @@ void uroce_ctx_close(struct uroce_ctx *c)
 
 void uroce_ctx_lock(struct uroce_ctx *c)
 {
+	if (pthread_mutex_trylock(&c->lock) == 0)
+		return;
+	atomic_fetch_add_explicit(&c->lock_waiters, 1, memory_order_relaxed);
 	pthread_mutex_lock(&c->lock);
+	atomic_fetch_sub_explicit(&c->lock_waiters, 1, memory_order_relaxed);
 }
 
 void uroce_ctx_unlock(struct uroce_ctx *c)

@@ -107,6 +107,22 @@ static inline uint64_t uroce_ctx_lease_end(uint64_t polled, uint64_t posted)
 }
 
 /*
+ * How long the progress thread sleeps without looking at the sockets or taking the lock, from
+ * the lease's end (uroce_ctx_lease_end), the time, and how many application threads wait for
+ * the lock; 0: it plans its sleep under the lock. Through a lease; and, once a polling
+ * thread's lease has lapsed, for another lease's time while such a thread waits for the lock
+ * that a round of the progress thread held: the mutex is not fair, and the progress thread
+ * would take it again at once, for round after round (8 QPs in ib_write_bw: milliseconds
+ * while the application waited and its lease lapsed; every post and poll waited for the lock).
+ */
+static inline uint64_t uroce_ctx_hold_off(uint64_t lease_end, uint64_t now, unsigned waiters)
+{
+	if (lease_end > now)
+		return lease_end - now;
+	return lease_end && waiters ? UROCE_CTX_POLL_LEASE_NS : 0;
+}
+
+/*
  * A progress round (receive, timers, transmit) for an application thread polling an empty CQ
  * (ibv_poll_cq), in that thread; once the thread is seen polling in a loop, the progress thread
  * leaves the sockets to it for UROCE_CTX_POLL_LEASE_NS, and the round's packets to send wait for

@@ -3,7 +3,8 @@
  * An opened device end to end: two RC QPs of one context exchange SEND and RDMA READ through real
  * UDP sockets, the progress thread doing the work while the test waits on completion
  * notifications (bounded waits, no sleeps); then, on loopback, a thread that holds the poll lease
- * and only posts still has WRITEs received (lease_ends), and the lease's arithmetic (lease_math).
+ * and only posts still has WRITEs received (lease_ends), and the lease's arithmetic (lease_math,
+ * hold_off).
  * Run with UROCE_RUNDIR set to an empty directory (automatic devices) and UROCE_PORT.
  *   test_ctx                 on uroce_lo, 127.0.0.1
  *   test_ctx addr DEV CMD    on DEV: first over its IPv4 address, then runs CMD (which adds the
@@ -90,6 +91,24 @@ static void lease_math(void)
 	CHECK(uroce_ctx_lease_end(t, t + 50 * R) == t + R + L); /* posting alone does not keep it */
 }
 
+/*
+ * When the progress thread keeps off the lock without planning: through a lease, and for a
+ * lease's time after it lapsed while a polling thread waits for the lock (not when no thread
+ * polls, nor when none waits).
+ */
+static void hold_off(void)
+{
+	const uint64_t t = 1000000000ull, L = UROCE_CTX_POLL_LEASE_NS;
+
+	CHECK(uroce_ctx_hold_off(t + 500, t, 0) == 500); /* leased */
+	CHECK(uroce_ctx_hold_off(t + 500, t, 1) == 500);
+	CHECK(uroce_ctx_hold_off(t - 500, t, 0) == 0);	 /* lapsed: it plans */
+	CHECK(uroce_ctx_hold_off(t - 500, t, 1) == L);	 /* lapsed, the poller waits: it goes first */
+	CHECK(uroce_ctx_hold_off(t - 500, t, 3) == L);
+	CHECK(uroce_ctx_hold_off(0, t, 1) == 0);	 /* no poller: a waiter does not hold it off */
+	CHECK(uroce_ctx_hold_off(0, t, 0) == 0);
+}
+
 static uint64_t mono_ms(void)
 {
 	struct timespec ts;
@@ -112,6 +131,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	lease_math();
+	hold_off();
 	evfd = eventfd(0, EFD_NONBLOCK);
 	int rc = uroce_ctx_open(dev, &cfg, &c);
 
