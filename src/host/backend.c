@@ -733,10 +733,20 @@ int uroce_faults_wrap(struct uroce_backend **b, const struct uroce_faults *f)
 
 /* ---- pcap tap ------------------------------------------------------------------------------ */
 
+/*
+ * The file's buffer is written out only at record boundaries (a record that would not fit
+ * flushes what is buffered first), so that the file always holds whole records: a process
+ * killed while capturing (a test stopping a peer that retransmits for ever) leaves a capture
+ * that reads to its end, short of what was still buffered.
+ */
+#define SINK_BUF (1u << 20)
+
 struct uroce_pcap_sink {
 	pthread_mutex_t lock;
 	FILE *f;
+	size_t buffered; /* bytes written to f since it was last flushed */
 	int refs;
+	char buf[SINK_BUF]; /* f's (glibc sizes a buffer it allocates itself by the file's block) */
 };
 
 int uroce_pcap_sink_open(struct uroce_pcap_sink **out, const char *path)
@@ -752,7 +762,8 @@ int uroce_pcap_sink_open(struct uroce_pcap_sink **out, const char *path)
 		free(s);
 		return e;
 	}
-	if (uroce_pcap_write_header(s->f) < 0 || fflush(s->f) != 0) {
+	if (setvbuf(s->f, s->buf, _IOFBF, SINK_BUF) != 0 || uroce_pcap_write_header(s->f) < 0 ||
+	    fflush(s->f) != 0) {
 		fclose(s->f);
 		free(s);
 		return -EIO;
@@ -790,6 +801,27 @@ int uroce_pcap_sink_flush(struct uroce_pcap_sink *s)
 	pthread_mutex_lock(&s->lock);
 	int r = fflush(s->f) ? -EIO : 0;
 
+	s->buffered = 0;
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
+int uroce_pcap_sink_write(struct uroce_pcap_sink *s, uint64_t ts_ns, const uint8_t *data,
+			  uint32_t len)
+{
+	size_t need = 16 + (size_t)len;
+	int r = 0;
+
+	if (need >= SINK_BUF)
+		return -EMSGSIZE;
+	pthread_mutex_lock(&s->lock);
+	if (s->buffered + need >= SINK_BUF) {
+		r = fflush(s->f) ? -EIO : 0;
+		s->buffered = 0;
+	}
+	if (r == 0)
+		r = uroce_pcap_write_packet(s->f, ts_ns, data, len);
+	s->buffered += need;
 	pthread_mutex_unlock(&s->lock);
 	return r;
 }
@@ -816,11 +848,8 @@ static void tap_write(struct tap_be *t, uint64_t ts, const uint8_t *p, ssize_t l
 {
 	int r = -EINVAL;
 
-	if (len > 0) {
-		pthread_mutex_lock(&t->sink->lock);
-		r = uroce_pcap_write_packet(t->sink->f, ts, p, (uint32_t)len);
-		pthread_mutex_unlock(&t->sink->lock);
-	}
+	if (len > 0)
+		r = uroce_pcap_sink_write(t->sink, ts, p, (uint32_t)len);
 	t->b.cnt[r == 0 ? ok : UROCE_IO_PCAP_ERR]++;
 }
 

@@ -390,6 +390,10 @@ int uroce_pcap_sink_open(struct uroce_pcap_sink **out, const char *path);
 void uroce_pcap_sink_put(struct uroce_pcap_sink *s);
 /* Flush buffered frames to the file. */
 int uroce_pcap_sink_flush(struct uroce_pcap_sink *s);
+/* Add a frame (len < 1 MiB), time-stamped ts_ns (CLOCK_REALTIME). The file holds whole records
+ * whenever it is written to. Returns 0, -EMSGSIZE or -EIO. */
+int uroce_pcap_sink_write(struct uroce_pcap_sink *s, uint64_t ts_ns, const uint8_t *data,
+			  uint32_t len);
 
 /*
  * Wrap *b in a tap that writes every frame sent (as the peer will receive it, ICRC computed with
