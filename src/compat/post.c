@@ -131,6 +131,7 @@ int uroce_compat_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct i
 	struct uroce_send_wr uw[BATCH], *ubad;
 	struct uroce_sge sges[BATCH][UROCE_MAX_SGE];
 	struct ibv_send_wr *src[BATCH], *w = wr;
+	size_t bytes = 0;
 	int err = 0;
 
 	uroce_ctx_lock(uc);
@@ -149,13 +150,18 @@ int uroce_compat_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct i
 			int r = uroce_post_send(qp->eqp, uw, &ubad);
 
 			if (r) {
-				w = src[ubad - uw];
+				n = (int)(ubad - uw);
+				w = src[n];
 				err = r;
 			}
+			for (int i = 0; i < n; i++)
+				for (int k = 0; k < uw[i].num_sge; k++)
+					bytes += uw[i].sg_list[k].length;
 		}
 	}
-	/* The doorbell: what can go out goes now, from this thread. */
-	bool kick = uroce_ctx_post_tx(uc);
+	/* The doorbell: what can go out goes now, from this thread (or with the rest of a busy
+	 * poller's burst of posts). */
+	bool kick = uroce_ctx_post_tx(uc, bytes);
 
 	uroce_ctx_unlock(uc);
 	if (kick)

@@ -52,9 +52,12 @@ struct uroce_ctx {
 	 * posted: written under the lock, read without it by the progress thread (lease_end). */
 	uint64_t sleep_until;
 	_Atomic uint64_t app_polled, app_posted;
-	uint64_t last_poll; /* the last empty poll's time, and how many came in a row */
+	uint64_t last_poll; /* when the last empty poll's round ended, and how many came in a row */
 	unsigned poll_streak;
 	_Atomic unsigned lock_waiters; /* application threads waiting for the lock */
+	/* When the last post ended; what posts held back since the last send (bytes). */
+	uint64_t last_post;
+	uint64_t held;
 	uroce_ctx_event_fn on_event;
 	void *arg;
 
@@ -209,6 +212,7 @@ static void send_all(struct uroce_backend *b, struct uroce_tx_desc *d, int n)
 
 static void do_tx(struct uroce_ctx *c, uint64_t now)
 {
+	c->held = 0;
 	for (int round = 0; round < 64; round++) {
 		int n = uroce_eng_tx(c->eng, now, c->txp, CTX_BURST), n1 = 0, n2 = 0;
 
@@ -427,15 +431,20 @@ void uroce_ctx_poll_progress(struct uroce_ctx *c)
 	bool defer = now < lease_end(c) && !uroce_eng_tx_pending(c->eng);
 
 	round_at(c, now, !defer);
-	if (now - c->last_poll < POLL_GAP_NS) {
+	/* From the end of the last round or post to the start of this round: a round that sends
+	 * a burst of posts may take longer than the gap allowed, and so may the posts between two
+	 * polls (one post sends up to a window). */
+	uint64_t last = c->last_post > c->last_poll ? c->last_post : c->last_poll;
+
+	if (now - last < POLL_GAP_NS) {
 		if (c->poll_streak < POLL_STREAK)
 			c->poll_streak++;
 	} else {
 		c->poll_streak = 0;
 	}
-	c->last_poll = now;
+	c->last_poll = mono_ns();
 	if (c->poll_streak >= POLL_STREAK)
-		atomic_store_explicit(&c->app_polled, now, memory_order_relaxed);
+		atomic_store_explicit(&c->app_polled, c->last_poll, memory_order_relaxed);
 }
 
 void uroce_ctx_poll_idle(struct uroce_ctx *c)
@@ -454,12 +463,23 @@ bool uroce_ctx_app_sleeps(struct uroce_ctx *c)
 	return leased;
 }
 
-bool uroce_ctx_post_tx(struct uroce_ctx *c)
+bool uroce_ctx_post_tx(struct uroce_ctx *c, size_t bytes)
 {
-	uroce_ctx_poll_idle(c);
+	uint64_t now = mono_ns();
+	bool hold = uroce_ctx_post_holds(now, lease_end(c), c->last_post, c->held + bytes);
+
+	if (hold)
+		c->held += bytes;
+	else
+		uroce_ctx_poll_idle(c);
+	c->last_post = mono_ns();
 	/* A post extends the lease (uroce_ctx_lease_end). */
 	if (atomic_load_explicit(&c->app_polled, memory_order_relaxed))
-		atomic_store_explicit(&c->app_posted, mono_ns(), memory_order_relaxed);
+		atomic_store_explicit(&c->app_posted, c->last_post, memory_order_relaxed);
+	/* What is held goes with the poller's next call, or else when the lease ends: a progress
+	 * thread that sleeps beyond that (it planned before the lease began) plans again. */
+	if (hold)
+		return c->sleep_until > lease_end(c);
 	return uroce_eng_tx_pending(c->eng) ||
 	       (c->sleep_until && uroce_eng_next_deadline(c->eng) < c->sleep_until);
 }

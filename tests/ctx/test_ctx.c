@@ -77,6 +77,7 @@ static int v4_index(struct uroce_ctx *c, const uint8_t ip[4])
 
 static void exchange(struct uroce_ctx *c, int idx);
 static void lease_ends(struct uroce_ctx *c, int idx);
+static void burst_together(struct uroce_ctx *c, int idx);
 
 /* The lease's arithmetic: posts extend it, but only within UROCE_CTX_POST_RENEW_NS of the poll. */
 static void lease_math(void)
@@ -109,6 +110,21 @@ static void hold_off(void)
 	CHECK(uroce_ctx_hold_off(0, t, 0) == 0);
 }
 
+/* Which posts are held back for the rest of their burst: a lease, a post soon after the last,
+ * less than a GSO send's worth with the others. */
+static void post_holds(void)
+{
+	const uint64_t t = 1000000000ull, B = UROCE_CTX_POST_BURST_NS,
+		       G = UROCE_CTX_POST_BURST_BYTES;
+
+	CHECK(uroce_ctx_post_holds(t, t + 10, t - 100, 4096));
+	CHECK(!uroce_ctx_post_holds(t, 0, t - 100, 4096));	   /* no lease */
+	CHECK(!uroce_ctx_post_holds(t, t - 10, t - 100, 4096));	   /* the lease lapsed */
+	CHECK(!uroce_ctx_post_holds(t, t + 10, t - B, 4096));	   /* not in a burst */
+	CHECK(!uroce_ctx_post_holds(t, t + 10, t - 100, G));	   /* a GSO send's worth */
+	CHECK(uroce_ctx_post_holds(t, t + 10, t - B + 1, G - 1));
+}
+
 static uint64_t mono_ms(void)
 {
 	struct timespec ts;
@@ -132,6 +148,7 @@ int main(int argc, char **argv)
 	}
 	lease_math();
 	hold_off();
+	post_holds();
 	evfd = eventfd(0, EFD_NONBLOCK);
 	int rc = uroce_ctx_open(dev, &cfg, &c);
 
@@ -143,8 +160,10 @@ int main(int argc, char **argv)
 	CHECKF(idx >= 0, "no IPv4 v2 GID on %s", dev);
 	if (idx >= 0)
 		exchange(c, idx);
-	if (idx >= 0 && !addr)
+	if (idx >= 0 && !addr) {
 		lease_ends(c, idx);
+		burst_together(c, idx);
+	}
 	if (addr) {
 		uint64_t sent = uroce_ctx_io_counter(c, UROCE_IO_TX_PKTS);
 
@@ -346,7 +365,7 @@ static void lease_ends(struct uroce_ctx *c, int idx)
 		memcpy(mem[0] + 30000, &seq, 8);
 		if (uroce_post_send(p.qp[0], &swr, &sbad) == 0 && !want && mono_ms() - t0 >= 3)
 			want = seq; /* ENOMEM while the send queue is full */
-		bool kick = uroce_ctx_post_tx(c);
+		bool kick = uroce_ctx_post_tx(c, 8);
 
 		memcpy(&got, mem[1], 8);
 		uroce_ctx_unlock(c);
@@ -360,4 +379,65 @@ static void lease_ends(struct uroce_ctx *c, int idx)
 	uroce_ctx_lock(c);
 	free_pair(&p);
 	uroce_ctx_unlock(c);
+}
+
+/*
+ * A thread that holds the lease posts 12 WRITEs of 1 KiB (one packet each at MTU 1024) one by
+ * one, as fast as it can, then polls for the last one's completion as ibv_poll_cq does: the
+ * posts after the first are held and go out together, in GSO sends (the same length, to one
+ * QP), where each post alone would be a datagram of its own. The data is checked.
+ */
+static void burst_together(struct uroce_ctx *c, int idx)
+{
+	enum { N = 12, LEN = 1024, OFF = 40000 };
+	struct pair p;
+	struct uroce_wc wc;
+	int n = 0;
+
+	make_pair(c, idx, &p);
+	uint64_t pkts = uroce_ctx_io_counter(c, UROCE_IO_TX_PKTS),
+		 gso = uroce_ctx_io_counter(c, UROCE_IO_TX_GSO);
+
+	uroce_ctx_lock(c);
+	for (int i = 0; i < 16; i++) { /* a streak of empty polls: the lease */
+		CHECK(uroce_cq_poll(p.cq[0], 1, &wc) == 0);
+		uroce_ctx_poll_progress(c);
+	}
+	for (int i = 0; i < N * LEN; i++)
+		mem[0][OFF + i] = (uint8_t)(i * 13 + 5);
+	memset(mem[1] + OFF, 0, N * LEN);
+	for (int i = 0; i < N; i++) {
+		struct uroce_sge ss = {(uintptr_t)mem[0] + OFF + (uint64_t)i * LEN, LEN,
+				       uroce_mr_lkey(p.mr[0])};
+		struct uroce_send_wr swr = {.wr_id = (uint64_t)i,
+					    .sg_list = &ss,
+					    .num_sge = 1,
+					    .opcode = UROCE_WR_RDMA_WRITE,
+					    .send_flags = i == N - 1 ? UROCE_SEND_SIGNALED : 0},
+				     *sbad;
+
+		swr.wr.rdma.remote_addr = (uintptr_t)mem[1] + OFF + (uint64_t)i * LEN;
+		swr.wr.rdma.rkey = uroce_mr_rkey(p.mr[1]);
+		CHECK(uroce_post_send(p.qp[0], &swr, &sbad) == 0);
+		uroce_ctx_post_tx(c, LEN); /* no kick: the lease is held */
+	}
+	for (uint64_t t0 = mono_ms(); !n && mono_ms() - t0 < 5000;) {
+		n = uroce_cq_poll(p.cq[0], 1, &wc);
+		if (!n) {
+			uroce_ctx_poll_progress(c);
+			n = uroce_cq_poll(p.cq[0], 1, &wc);
+		}
+		if (!n)
+			uroce_ctx_poll_idle(c);
+	}
+	CHECKF(n == 1 && wc.wr_id == N - 1 && wc.status == UROCE_WC_SUCCESS,
+	       "the burst's last WRITE did not complete");
+	CHECK(memcmp(mem[0] + OFF, mem[1] + OFF, N * LEN) == 0);
+	free_pair(&p);
+	uroce_ctx_unlock(c);
+	pkts = uroce_ctx_io_counter(c, UROCE_IO_TX_PKTS) - pkts;
+	gso = uroce_ctx_io_counter(c, UROCE_IO_TX_GSO) - gso;
+	CHECKF(pkts >= N && gso >= 1,
+	       "a burst of %d posts went as %llu packets in %llu GSO sends: not sent together", N,
+	       (unsigned long long)pkts, (unsigned long long)gso);
 }
