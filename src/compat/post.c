@@ -272,7 +272,11 @@ int uroce_compat_poll_cq(struct ibv_cq *ibcq, int num, struct ibv_wc *wc)
 		 * thread waits for a CPU. Busy-polling pingpongs went from 0.4-2 ms to tens of us
 		 * per round trip with two processes on two cores.
 		 */
-		if (total || !num)
+		if (total) {
+			uroce_ctx_poll_found(uc);
+			break;
+		}
+		if (!num)
 			break;
 		if (progressed) {
 			uroce_ctx_poll_idle(uc); /* still nothing: send what the round held back */

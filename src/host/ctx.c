@@ -447,6 +447,12 @@ void uroce_ctx_poll_progress(struct uroce_ctx *c)
 		atomic_store_explicit(&c->app_polled, c->last_poll, memory_order_relaxed);
 }
 
+void uroce_ctx_poll_found(struct uroce_ctx *c)
+{
+	if (atomic_load_explicit(&c->app_polled, memory_order_relaxed))
+		atomic_store_explicit(&c->app_polled, mono_ns(), memory_order_relaxed);
+}
+
 void uroce_ctx_poll_idle(struct uroce_ctx *c)
 {
 	do_tx(c, mono_ns());

@@ -78,6 +78,7 @@ static int v4_index(struct uroce_ctx *c, const uint8_t ip[4])
 static void exchange(struct uroce_ctx *c, int idx);
 static void lease_ends(struct uroce_ctx *c, int idx);
 static void burst_together(struct uroce_ctx *c, int idx);
+static void found_renews(struct uroce_ctx *c, int idx);
 
 /* The lease's arithmetic: posts extend it, but only within UROCE_CTX_POST_RENEW_NS of the poll. */
 static void lease_math(void)
@@ -163,6 +164,7 @@ int main(int argc, char **argv)
 	if (idx >= 0 && !addr) {
 		lease_ends(c, idx);
 		burst_together(c, idx);
+		found_renews(c, idx);
 	}
 	if (addr) {
 		uint64_t sent = uroce_ctx_io_counter(c, UROCE_IO_TX_PKTS);
@@ -202,6 +204,7 @@ int main(int argc, char **argv)
 }
 
 struct pair {
+	struct uroce_ctx *ctx;
 	struct uroce_pd *pd;
 	struct uroce_cq *cq[2];
 	struct uroce_mr *mr[2];
@@ -440,4 +443,64 @@ static void burst_together(struct uroce_ctx *c, int idx)
 	CHECKF(pkts >= N && gso >= 1,
 	       "a burst of %d posts went as %llu packets in %llu GSO sends: not sent together", N,
 	       (unsigned long long)pkts, (unsigned long long)gso);
+}
+
+/* Post an 8-byte WRITE from qp[0] to qp[1]'s memory and ring the doorbell. Lock held. */
+static void post_write8(struct pair *p, uint64_t id, bool signaled)
+{
+	struct uroce_sge ss = {(uintptr_t)mem[0] + 50000, 8, uroce_mr_lkey(p->mr[0])};
+	struct uroce_send_wr swr = {.wr_id = id,
+				    .sg_list = &ss,
+				    .num_sge = 1,
+				    .opcode = UROCE_WR_RDMA_WRITE,
+				    .send_flags = signaled ? UROCE_SEND_SIGNALED : 0},
+			     *sbad;
+
+	swr.wr.rdma.remote_addr = (uintptr_t)mem[1] + 50000;
+	swr.wr.rdma.rkey = uroce_mr_rkey(p->mr[1]);
+	CHECK(uroce_post_send(p->qp[0], &swr, &sbad) == 0);
+	uroce_ctx_post_tx(p->ctx, 8);
+}
+
+/*
+ * A poll that finds completions renews a lease that lapsed (uroce_ctx_poll_found): a thread
+ * that took the lease, then stopped calling for 2 ms, polls a completion and posts two WRITEs
+ * back to back; the second is held for the burst (uroce_ctx_post_holds needs the lease). Five
+ * tries, since a preemption between the two posts also sends the second at once; without the
+ * renewal none is held.
+ */
+static void found_renews(struct uroce_ctx *c, int idx)
+{
+	struct pair p;
+	struct uroce_wc wc;
+	bool held = false;
+
+	make_pair(c, idx, &p);
+	p.ctx = c;
+	uroce_ctx_lock(c);
+	for (int i = 0; i < 5; i++)
+		post_write8(&p, (uint64_t)i, true);
+	/* Rounds enough to complete them and take the lease, then 2 ms without a call. */
+	for (uint64_t t0 = mono_ms(); mono_ms() - t0 < 3;) {
+		uroce_ctx_poll_progress(c);
+		uroce_ctx_poll_idle(c);
+	}
+	for (uint64_t t0 = mono_ms(); mono_ms() - t0 < 3;)
+		;
+	for (int i = 0; i < 5 && !held; i++) {
+		CHECK(uroce_cq_poll(p.cq[0], 1, &wc) == 1 && wc.status == UROCE_WC_SUCCESS);
+		uroce_ctx_poll_found(c);
+		post_write8(&p, 100, false);
+		post_write8(&p, 101, false);
+		held = uroce_eng_tx_pending(uroce_ctx_eng(c));
+		uroce_ctx_poll_idle(c); /* send it */
+	}
+	CHECKF(held, "a poll that found a completion did not renew the lapsed lease: no post was "
+		     "held in 5 bursts of two");
+	for (uint64_t t0 = mono_ms(); mono_ms() - t0 < 100;) { /* let the rest complete */
+		uroce_ctx_poll_progress(c);
+		uroce_ctx_poll_idle(c);
+	}
+	free_pair(&p);
+	uroce_ctx_unlock(c);
 }
