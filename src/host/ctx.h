@@ -129,8 +129,8 @@ static inline uint64_t uroce_ctx_hold_off(uint64_t lease_end, uint64_t now, unsi
  * empty poll, a post that is not held, its arming a completion channel, or the lease's end
  * (the progress thread). A post held with others since the last send brings them to
  * UROCE_CTX_POST_BURST_BYTES, a full GSO send's worth, goes with them. 4 KiB WRITEs in
- * ib_write_bw at MTU 9000 went one datagram per post, 4.4 Gbit/s; held and sent together,
- * 16 to a GSO send, 11-14. A post that follows a round trip (a ping-pong: ib_write_lat waits
+ * ib_write_bw at MTU 9000 went one datagram per post, 4.3 Gbit/s; held and sent together,
+ * 16 to a GSO send, 14 to 20. A post that follows a round trip (a ping-pong: ib_write_lat waits
  * for the peer's WRITE by watching memory, not polling) comes later than that and goes at once.
  */
 #define UROCE_CTX_POST_BURST_NS	   1000ull /* 1 us */
