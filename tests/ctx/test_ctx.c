@@ -104,10 +104,10 @@ static void hold_off(void)
 
 	CHECK(uroce_ctx_hold_off(t + 500, t, 0) == 500); /* leased */
 	CHECK(uroce_ctx_hold_off(t + 500, t, 1) == 500);
-	CHECK(uroce_ctx_hold_off(t - 500, t, 0) == 0);	 /* lapsed: it plans */
-	CHECK(uroce_ctx_hold_off(t - 500, t, 1) == L);	 /* lapsed, the poller waits: it goes first */
+	CHECK(uroce_ctx_hold_off(t - 500, t, 0) == 0); /* lapsed: it plans */
+	CHECK(uroce_ctx_hold_off(t - 500, t, 1) == L); /* lapsed, the poller waits: it goes first */
 	CHECK(uroce_ctx_hold_off(t - 500, t, 3) == L);
-	CHECK(uroce_ctx_hold_off(0, t, 1) == 0);	 /* no poller: a waiter does not hold it off */
+	CHECK(uroce_ctx_hold_off(0, t, 1) == 0); /* no poller: a waiter does not hold it off */
 	CHECK(uroce_ctx_hold_off(0, t, 0) == 0);
 }
 
@@ -119,10 +119,10 @@ static void post_holds(void)
 		       G = UROCE_CTX_POST_BURST_BYTES;
 
 	CHECK(uroce_ctx_post_holds(t, t + 10, t - 100, 4096));
-	CHECK(!uroce_ctx_post_holds(t, 0, t - 100, 4096));	   /* no lease */
-	CHECK(!uroce_ctx_post_holds(t, t - 10, t - 100, 4096));	   /* the lease lapsed */
-	CHECK(!uroce_ctx_post_holds(t, t + 10, t - B, 4096));	   /* not in a burst */
-	CHECK(!uroce_ctx_post_holds(t, t + 10, t - 100, G));	   /* a GSO send's worth */
+	CHECK(!uroce_ctx_post_holds(t, 0, t - 100, 4096));	/* no lease */
+	CHECK(!uroce_ctx_post_holds(t, t - 10, t - 100, 4096)); /* the lease lapsed */
+	CHECK(!uroce_ctx_post_holds(t, t + 10, t - B, 4096));	/* not in a burst */
+	CHECK(!uroce_ctx_post_holds(t, t + 10, t - 100, G));	/* a GSO send's worth */
 	CHECK(uroce_ctx_post_holds(t, t + 10, t - B + 1, G - 1));
 }
 

@@ -1771,8 +1771,8 @@ static int test_sink(void)
 		int k = 0;
 
 		memset(frame, i & 0xFF, len);
-		CHECK(uroce_pcap_sink_write(sink, 1700000000000000000ull + (uint64_t)i, frame, len) ==
-		      0);
+		CHECK(uroce_pcap_sink_write(sink, 1700000000000000000ull + (uint64_t)i, frame,
+					    len) == 0);
 		ends[i + 1] = ends[i] + 16 + len;
 		CHECK(stat(path, &st) == 0);
 		while (k <= i + 1 && ends[k] < (size_t)st.st_size)
