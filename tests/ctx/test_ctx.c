@@ -330,9 +330,9 @@ static void exchange(struct uroce_ctx *c, int idx)
 /*
  * A thread that polled in a loop holds the sockets (its lease); when it goes on posting without
  * polling (an RDMA WRITE it waits for by watching memory, as ib_write_lat), the progress thread
- * must take them back and receive: each post extends the lease only within a bound (1 ms after
+ * must take them back and receive: each post extends the lease only within a bound (4 ms after
  * the last poll). The thread posts 8-byte WRITEs of a growing sequence number from qp[0] to
- * qp[1]'s memory, with no poll, until one posted 3 ms after its last poll has landed (at most 5 s
+ * qp[1]'s memory, with no poll, until one posted 6 ms after its last poll has landed (at most 5 s
  * of real time). A kick may let the progress thread receive the first few while leased, and the
  * lease also ends whenever the posting thread is preempted for longer than a lease, so this
  * shows that receiving goes on, not the bound itself (lease_math does).
@@ -366,7 +366,7 @@ static void lease_ends(struct uroce_ctx *c, int idx)
 		uroce_ctx_lock(c);
 		seq++;
 		memcpy(mem[0] + 30000, &seq, 8);
-		if (uroce_post_send(p.qp[0], &swr, &sbad) == 0 && !want && mono_ms() - t0 >= 3)
+		if (uroce_post_send(p.qp[0], &swr, &sbad) == 0 && !want && mono_ms() - t0 >= 6)
 			want = seq; /* ENOMEM while the send queue is full */
 		bool kick = uroce_ctx_post_tx(c, 8);
 
