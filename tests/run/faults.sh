@@ -46,36 +46,33 @@ cpid=$!
 while kill -0 "$cpid" 2>/dev/null && kill -0 "$spid" 2>/dev/null; do
 	timeout 0.05 tail -f /dev/null
 done
-# The mirror of the case below: the server passed and exited, and the client retransmits its
-# last SEND, whose ACK the faults took (retry_cnt 7 retries forever, as on rxe). Such a run
-# passes when the client's counters show every message received.
+# A side still running 10 s after its peer ended retransmits its last SEND for ever:
+# its peer's ACK was lost to the faults before the peer exited, nobody answers, and RC retries
+# without end (retry_cnt 7, as ibv_rc_pingpong sets it, is unbounded on rxe and here). That is
+# the protocol, not a failure of the stack: the side must then have received every message (its
+# counters, flushed each second: rdma_recvs = iters) with no error printed; it is stopped and its
+# own summary line is not required. Returns 0 in that case, 1 when the process ended by itself
+# (its status is then the one `wait` gives).
+last_send_unacked() { # NAME a|b DEVICE PID
+	local recvs
+	wait_exit "$4" 10 2>/dev/null
+	[ $? -eq 124 ] || return 1
+	recvs=$("in$2" "$UROCE" stats "$3" | awk '$1 == "rdma_recvs" { print $2 }')
+	echo "--- $1 still running 10 s after its peer ended; it received ${recvs:-?} of $iters"
+	[ "${recvs:-0}" -eq "$iters" ] || fail "$1 stuck before receiving all $iters messages"
+	kill "$4" 2>/dev/null
+}
+# The client, still retransmitting after the server ended?
 lastack_cli=0
-if kill -0 "$cpid" 2>/dev/null && ! wait_exit "$cpid" 10 2>/dev/null; then
-	recvs=$(inb "$UROCE" stats uroce_b0 | awk '$1 == "rdma_recvs" { print $2 }')
-	echo "--- client still running 10 s after the server ended; it received ${recvs:-?} of $iters"
-	[ "${recvs:-0}" -eq "$iters" ] || fail "client stuck before receiving all $iters messages"
-	lastack_cli=1
-	kill "$cpid" 2>/dev/null
-fi
+last_send_unacked client b uroce_b0 "$cpid" && lastack_cli=1
 wait "$cpid"
 cst=$?
 [ "$lastack_cli" -eq 0 ] || cst=0
 # A client that failed leaves the server waiting for it: stop it now rather than at its timeout.
 [ "$cst" -eq 0 ] || kill "$spid" 2>/dev/null
-# A client that passed may leave the server retransmitting its last SEND forever: when the
-# client's final ACK was lost (the faults) after which the client exited, nobody answers, and RC
-# retries without end (retry_cnt 7, as ibv_rc_pingpong sets it, is unbounded on rxe and here).
-# That is the protocol, not a failure of the stack: the server must then have received every
-# message (its counters, flushed each second: rdma_recvs = iters) with no error printed; it is
-# stopped and its own summary line is not required.
+# A client that passed may leave the server retransmitting its last SEND.
 lastack=0
-if [ "$cst" -eq 0 ] && ! wait_exit "$spid" 10 2>/dev/null; then
-	recvs=$(ina "$UROCE" stats uroce_a0 | awk '$1 == "rdma_recvs" { print $2 }')
-	echo "--- server still running 10 s after the client passed; it received ${recvs:-?} of $iters"
-	[ "${recvs:-0}" -eq "$iters" ] || fail "server stuck before receiving all $iters messages"
-	lastack=1
-	kill "$spid" 2>/dev/null
-fi
+[ "$cst" -eq 0 ] && last_send_unacked server a uroce_a0 "$spid" && lastack=1
 wait "$spid"
 sst=$?
 [ "$lastack" -eq 0 ] || sst=0
