@@ -471,21 +471,25 @@ bool uroce_ctx_app_sleeps(struct uroce_ctx *c)
 
 bool uroce_ctx_post_tx(struct uroce_ctx *c, size_t bytes)
 {
-	uint64_t now = mono_ns();
-	bool hold = uroce_ctx_post_holds(now, lease_end(c), c->last_post, c->held + bytes);
+	uint64_t now = mono_ns(), le = lease_end(c);
+	bool hold = uroce_ctx_post_holds(now, le, c->last_post, c->held + bytes);
 
-	if (hold)
-		c->held += bytes;
-	else
+	if (hold) {
+		c->held += bytes; /* nothing sent: the post took no time worth a second look */
+	} else {
 		uroce_ctx_poll_idle(c);
-	c->last_post = mono_ns();
+		now = mono_ns();
+	}
+	c->last_post = now;
 	/* A post extends the lease (uroce_ctx_lease_end). */
-	if (atomic_load_explicit(&c->app_polled, memory_order_relaxed))
-		atomic_store_explicit(&c->app_posted, c->last_post, memory_order_relaxed);
+	if (atomic_load_explicit(&c->app_polled, memory_order_relaxed)) {
+		atomic_store_explicit(&c->app_posted, now, memory_order_relaxed);
+		le = lease_end(c);
+	}
 	/* What is held goes with the poller's next call, or else when the lease ends: a progress
 	 * thread that sleeps beyond that (it planned before the lease began) plans again. */
 	if (hold)
-		return c->sleep_until > lease_end(c);
+		return c->sleep_until > le;
 	return uroce_eng_tx_pending(c->eng) ||
 	       (c->sleep_until && uroce_eng_next_deadline(c->eng) < c->sleep_until);
 }
