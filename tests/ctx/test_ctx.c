@@ -204,7 +204,6 @@ int main(int argc, char **argv)
 }
 
 struct pair {
-	struct uroce_ctx *ctx;
 	struct uroce_pd *pd;
 	struct uroce_cq *cq[2];
 	struct uroce_mr *mr[2];
@@ -277,6 +276,23 @@ static void free_pair(struct pair *p)
 		CHECK(uroce_cq_destroy(p->cq[k]) == 0);
 	}
 	CHECK(uroce_pd_free(p->pd) == 0);
+}
+
+/* Post an RDMA WRITE of len bytes from qp[0]'s memory at src to qp[1]'s at dst. Lock held. */
+static int post_write(struct pair *p, size_t src, size_t dst, uint32_t len, uint64_t id,
+		      bool signaled)
+{
+	struct uroce_sge ss = {(uintptr_t)mem[0] + src, len, uroce_mr_lkey(p->mr[0])};
+	struct uroce_send_wr swr = {.wr_id = id,
+				    .sg_list = &ss,
+				    .num_sge = 1,
+				    .opcode = UROCE_WR_RDMA_WRITE,
+				    .send_flags = signaled ? UROCE_SEND_SIGNALED : 0},
+			     *sbad;
+
+	swr.wr.rdma.remote_addr = (uintptr_t)mem[1] + dst;
+	swr.wr.rdma.rkey = uroce_mr_rkey(p->mr[1]);
+	return uroce_post_send(p->qp[0], &swr, &sbad);
 }
 
 /* Two RC QPs on GID idx: SEND and RDMA READ, with the data checked. */
@@ -354,19 +370,10 @@ static void lease_ends(struct uroce_ctx *c, int idx)
 	uint64_t seq = 0, want = 0, got = 0, t0 = mono_ms();
 
 	while ((!want || got < want) && mono_ms() - t0 < 5000) {
-		struct uroce_sge ss = {(uintptr_t)mem[0] + 30000, 8, uroce_mr_lkey(p.mr[0])};
-		struct uroce_send_wr swr = {.wr_id = 9,
-					    .sg_list = &ss,
-					    .num_sge = 1,
-					    .opcode = UROCE_WR_RDMA_WRITE},
-				     *sbad;
-
-		swr.wr.rdma.remote_addr = (uintptr_t)mem[1];
-		swr.wr.rdma.rkey = uroce_mr_rkey(p.mr[1]);
 		uroce_ctx_lock(c);
 		seq++;
 		memcpy(mem[0] + 30000, &seq, 8);
-		if (uroce_post_send(p.qp[0], &swr, &sbad) == 0 && !want && mono_ms() - t0 >= 6)
+		if (post_write(&p, 30000, 0, 8, 9, false) == 0 && !want && mono_ms() - t0 >= 6)
 			want = seq; /* ENOMEM while the send queue is full */
 		bool kick = uroce_ctx_post_tx(c, 8);
 
@@ -410,18 +417,8 @@ static void burst_together(struct uroce_ctx *c, int idx)
 		mem[0][OFF + i] = (uint8_t)(i * 13 + 5);
 	memset(mem[1] + OFF, 0, N * LEN);
 	for (int i = 0; i < N; i++) {
-		struct uroce_sge ss = {(uintptr_t)mem[0] + OFF + (uint64_t)i * LEN, LEN,
-				       uroce_mr_lkey(p.mr[0])};
-		struct uroce_send_wr swr = {.wr_id = (uint64_t)i,
-					    .sg_list = &ss,
-					    .num_sge = 1,
-					    .opcode = UROCE_WR_RDMA_WRITE,
-					    .send_flags = i == N - 1 ? UROCE_SEND_SIGNALED : 0},
-				     *sbad;
-
-		swr.wr.rdma.remote_addr = (uintptr_t)mem[1] + OFF + (uint64_t)i * LEN;
-		swr.wr.rdma.rkey = uroce_mr_rkey(p.mr[1]);
-		CHECK(uroce_post_send(p.qp[0], &swr, &sbad) == 0);
+		CHECK(post_write(&p, OFF + (size_t)i * LEN, OFF + (size_t)i * LEN, LEN, (uint64_t)i,
+				 i == N - 1) == 0);
 		uroce_ctx_post_tx(c, LEN); /* no kick: the lease is held */
 	}
 	for (uint64_t t0 = mono_ms(); !n && mono_ms() - t0 < 5000;) {
@@ -445,21 +442,11 @@ static void burst_together(struct uroce_ctx *c, int idx)
 	       (unsigned long long)pkts, (unsigned long long)gso);
 }
 
-/* Post an 8-byte WRITE from qp[0] to qp[1]'s memory and ring the doorbell. Lock held. */
-static void post_write8(struct pair *p, uint64_t id, bool signaled)
+/* An 8-byte WRITE, and the doorbell. Lock held. */
+static void write8(struct uroce_ctx *c, struct pair *p, uint64_t id, bool signaled)
 {
-	struct uroce_sge ss = {(uintptr_t)mem[0] + 50000, 8, uroce_mr_lkey(p->mr[0])};
-	struct uroce_send_wr swr = {.wr_id = id,
-				    .sg_list = &ss,
-				    .num_sge = 1,
-				    .opcode = UROCE_WR_RDMA_WRITE,
-				    .send_flags = signaled ? UROCE_SEND_SIGNALED : 0},
-			     *sbad;
-
-	swr.wr.rdma.remote_addr = (uintptr_t)mem[1] + 50000;
-	swr.wr.rdma.rkey = uroce_mr_rkey(p->mr[1]);
-	CHECK(uroce_post_send(p->qp[0], &swr, &sbad) == 0);
-	uroce_ctx_post_tx(p->ctx, 8);
+	CHECK(post_write(p, 50000, 50000, 8, id, signaled) == 0);
+	uroce_ctx_post_tx(c, 8);
 }
 
 /*
@@ -476,10 +463,9 @@ static void found_renews(struct uroce_ctx *c, int idx)
 	bool held = false;
 
 	make_pair(c, idx, &p);
-	p.ctx = c;
 	uroce_ctx_lock(c);
 	for (int i = 0; i < 5; i++)
-		post_write8(&p, (uint64_t)i, true);
+		write8(c, &p, (uint64_t)i, true);
 	/* Rounds enough to complete them and take the lease, then 2 ms without a call. */
 	for (uint64_t t0 = mono_ms(); mono_ms() - t0 < 3;) {
 		uroce_ctx_poll_progress(c);
@@ -490,8 +476,8 @@ static void found_renews(struct uroce_ctx *c, int idx)
 	for (int i = 0; i < 5 && !held; i++) {
 		CHECK(uroce_cq_poll(p.cq[0], 1, &wc) == 1 && wc.status == UROCE_WC_SUCCESS);
 		uroce_ctx_poll_found(c);
-		post_write8(&p, 100, false);
-		post_write8(&p, 101, false);
+		write8(c, &p, 100, false);
+		write8(c, &p, 101, false);
 		held = uroce_eng_tx_pending(uroce_ctx_eng(c));
 		uroce_ctx_poll_idle(c); /* send it */
 	}
