@@ -52,6 +52,7 @@ struct uroce_ctx {
 	 * posted: written under the lock, read without it by the progress thread (lease_end). */
 	uint64_t sleep_until;
 	_Atomic uint64_t app_polled, app_posted;
+	uint64_t reply_hold; /* what is to send waits for the application until then (0: not) */
 	uint64_t last_poll; /* when the last empty poll's round ended, and how many came in a row */
 	unsigned poll_streak;
 	_Atomic unsigned lock_waiters; /* application threads waiting for the lock */
@@ -213,6 +214,7 @@ static void send_all(struct uroce_backend *b, struct uroce_tx_desc *d, int n)
 static void do_tx(struct uroce_ctx *c, uint64_t now)
 {
 	c->held = 0;
+	c->reply_hold = 0;
 	for (int round = 0; round < 64; round++) {
 		int n = uroce_eng_tx(c->eng, now, c->txp, CTX_BURST), n1 = 0, n2 = 0;
 
@@ -499,11 +501,15 @@ bool uroce_ctx_post_tx(struct uroce_ctx *c, size_t bytes)
 static uint64_t plan_sleep(struct uroce_ctx *c, bool *sockets)
 {
 	uint64_t now = mono_ns(), dl = uroce_eng_next_deadline(c->eng), until;
+	bool pending = uroce_eng_tx_pending(c->eng);
 
 	*sockets = true;
-	if (c->busy_poll || uroce_eng_tx_pending(c->eng) || c->rx_more)
+	/* Packets to send go now, unless they wait for the application (reply_round). */
+	if (c->busy_poll || (pending && now >= c->reply_hold) || c->rx_more)
 		return 0;
 	until = dl == UROCE_NEVER ? now + 1000000000ull : dl; /* the counters, now and then */
+	if (pending && until > c->reply_hold)
+		until = c->reply_hold;
 	uint64_t le = lease_end(c);
 
 	if (now < le) {
@@ -518,6 +524,25 @@ static uint64_t plan_sleep(struct uroce_ctx *c, bool *sockets)
 		return 0;
 	c->sleep_until = until;
 	return until - now;
+}
+
+/* The progress thread's round: what it makes to send after receiving may wait for a polling
+ * application thread's next call (uroce_ctx_reply_holds). Lock held. */
+static void reply_round(struct uroce_ctx *c, uint64_t now)
+{
+	uint64_t rx = io_count(c, UROCE_IO_RX_PKTS);
+	bool hold = uroce_ctx_reply_holds(
+		atomic_load_explicit(&c->app_polled, memory_order_relaxed), c->reply_hold, now);
+
+	round_at(c, now, !hold);
+	if (!hold || !uroce_eng_tx_pending(c->eng))
+		return;
+	if (c->reply_hold)
+		return; /* a hold runs: it ends at plan_sleep's deadline */
+	if (io_count(c, UROCE_IO_RX_PKTS) != rx)
+		c->reply_hold = now + UROCE_CTX_REPLY_HOLD_NS;
+	else
+		do_tx(c, now); /* no reply: held posts at the lease's end, timers */
 }
 
 static void *progress_main(void *arg)
@@ -569,7 +594,7 @@ static void *progress_main(void *arg)
 			refresh(c);
 			rebind_v2(c);
 		}
-		round_at(c, mono_ns(), true);
+		reply_round(c, mono_ns());
 		pthread_mutex_unlock(&c->lock);
 	}
 	return NULL;

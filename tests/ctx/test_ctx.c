@@ -79,6 +79,7 @@ static void exchange(struct uroce_ctx *c, int idx);
 static void lease_ends(struct uroce_ctx *c, int idx);
 static void burst_together(struct uroce_ctx *c, int idx);
 static void found_renews(struct uroce_ctx *c, int idx);
+static void replies_wait(struct uroce_ctx *c, int idx);
 
 /* The lease's arithmetic: posts extend it, but only within UROCE_CTX_POST_RENEW_NS of the poll. */
 static void lease_math(void)
@@ -126,6 +127,19 @@ static void post_holds(void)
 	CHECK(uroce_ctx_post_holds(t, t + 10, t - B + 1, G - 1));
 }
 
+/* When a progress round's replies wait for the application: it polls (took a lease and sleeps
+ * on no channel), within the hold once one runs. */
+static void reply_holds(void)
+{
+	const uint64_t t = 1000000000ull, H = UROCE_CTX_REPLY_HOLD_NS;
+
+	CHECK(uroce_ctx_reply_holds(t - 500, 0, t));	     /* a poller: a hold begins */
+	CHECK(!uroce_ctx_reply_holds(0, 0, t));		     /* none polls: sent at once */
+	CHECK(uroce_ctx_reply_holds(t - 500, t + H - 1, t)); /* within a hold */
+	CHECK(!uroce_ctx_reply_holds(t - 500, t, t));	     /* the hold is over */
+	CHECK(!uroce_ctx_reply_holds(0, t + H, t));
+}
+
 static uint64_t mono_ms(void)
 {
 	struct timespec ts;
@@ -150,6 +164,7 @@ int main(int argc, char **argv)
 	lease_math();
 	hold_off();
 	post_holds();
+	reply_holds();
 	evfd = eventfd(0, EFD_NONBLOCK);
 	int rc = uroce_ctx_open(dev, &cfg, &c);
 
@@ -165,6 +180,7 @@ int main(int argc, char **argv)
 		lease_ends(c, idx);
 		burst_together(c, idx);
 		found_renews(c, idx);
+		replies_wait(c, idx);
 	}
 	if (addr) {
 		uint64_t sent = uroce_ctx_io_counter(c, UROCE_IO_TX_PKTS);
@@ -487,6 +503,62 @@ static void found_renews(struct uroce_ctx *c, int idx)
 		uroce_ctx_poll_progress(c);
 		uroce_ctx_poll_idle(c);
 	}
+	free_pair(&p);
+	uroce_ctx_unlock(c);
+}
+
+/*
+ * Replies wait for the next post (uroce_ctx_reply_holds): a thread takes the lease, posts an
+ * 8-byte WRITE and watches memory for it instead of polling, as ib_write_lat does; once the
+ * lease lapsed the progress thread receives the WRITE, and its ACK waits for the thread's next
+ * call. Five tries (a thread that comes back later than the hold finds it sent); without the
+ * hold, none is seen. Then the held ACK goes by itself while the thread only waits on the
+ * completion channel: the WRITE completes.
+ */
+static void replies_wait(struct uroce_ctx *c, int idx)
+{
+	struct pair p;
+	struct uroce_wc wc;
+	bool held = false;
+	uint64_t seq = 0;
+
+	make_pair(c, idx, &p);
+	for (int i = 0; i < 5 && !held; i++) {
+		uint8_t want[8];
+		bool landed = false;
+
+		uroce_ctx_lock(c);
+		for (int k = 0; k < 16; k++) { /* a streak of empty polls: the lease */
+			CHECK(uroce_cq_poll(p.cq[0], 1, &wc) == 0);
+			uroce_ctx_poll_progress(c);
+		}
+		seq = 7000 + (uint64_t)i;
+		memcpy(mem[0] + 60000, &seq, 8);
+		CHECK(post_write(&p, 60000, 60000, 8, seq, true) == 0);
+		uroce_ctx_post_tx(c, 8);
+		uroce_ctx_unlock(c);
+		memcpy(want, &seq, 8);
+		/* Watch memory, byte by byte through volatile reads, with no call into uroce. */
+		for (uint64_t t0 = mono_ms(); !landed && mono_ms() - t0 < 5000;) {
+			landed = true;
+			for (int k = 0; k < 8; k++)
+				if (((volatile uint8_t *)mem[1])[60000 + k] != want[k])
+					landed = false;
+		}
+		CHECKF(landed, "the WRITE never landed");
+		uroce_ctx_lock(c);
+		held = uroce_eng_tx_pending(uroce_ctx_eng(c));
+		uroce_ctx_unlock(c);
+		if (!held) /* sent: its completion is there or on the way */
+			CHECK(wait_wc(c, p.cq[0], &wc) == 1 && wc.wr_id == seq &&
+			      wc.status == UROCE_WC_SUCCESS);
+	}
+	CHECKF(held, "the ACK of a WRITE the progress thread received for a thread that polls was "
+		     "sent at once in 5 tries, not held for that thread's next call");
+	CHECKF(wait_wc(c, p.cq[0], &wc) == 1 && wc.wr_id == seq && wc.status == UROCE_WC_SUCCESS,
+	       "a held ACK never went out by itself");
+	uroce_ctx_lock(c);
+	uroce_ctx_app_sleeps(c);
 	free_pair(&p);
 	uroce_ctx_unlock(c);
 }
