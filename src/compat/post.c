@@ -279,7 +279,7 @@ int uroce_compat_poll_cq(struct ibv_cq *ibcq, int num, struct ibv_wc *wc)
 		if (!num)
 			break;
 		if (progressed) {
-			uroce_ctx_poll_idle(uc); /* still nothing: send what the round held back */
+			uroce_ctx_poll_empty(uc); /* still nothing: send what the round held back */
 			break;
 		}
 		uroce_ctx_poll_progress(uc);

@@ -259,6 +259,20 @@ static void do_tx(struct uroce_ctx *c, uint64_t now)
 	}
 }
 
+/* Are the packets to send ACKs that wait for the application's next call (a hold runs,
+ * uroce_ctx_reply_holds)? Lock held. */
+static bool acks_wait(struct uroce_ctx *c, uint64_t now)
+{
+	return c->reply_hold && now < c->reply_hold && uroce_eng_tx_acks_only(c->eng);
+}
+
+/* After a round that kept what it made to send: ACKs alone start a hold. Lock held. */
+static void hold_acks(struct uroce_ctx *c, uint64_t now)
+{
+	if (!c->reply_hold && uroce_eng_tx_acks_only(c->eng))
+		c->reply_hold = now + UROCE_CTX_REPLY_HOLD_NS;
+}
+
 /* ---- receive ------------------------------------------------------------------------------- */
 
 static int gid_index(const struct uroce_ctx *c, const uint8_t gid[16], enum uroce_encap encap)
@@ -430,9 +444,11 @@ void uroce_ctx_poll_progress(struct uroce_ctx *c)
 	 * thread takes the sockets back (at most UROCE_CTX_POLL_LEASE_NS). */
 	/* For one round at most (a poller that only receives): what is still pending now was
 	 * held back by the last round, since every other path sends what it makes. */
-	bool defer = now < lease_end(c) && !uroce_eng_tx_pending(c->eng);
+	bool defer = now < lease_end(c) && (!uroce_eng_tx_pending(c->eng) || acks_wait(c, now));
 
 	round_at(c, now, !defer);
+	if (defer)
+		hold_acks(c, now);
 	/* From the end of the last round or post to the start of this round: a round that sends
 	 * a burst of posts may take longer than the gap allowed, and so may the posts between two
 	 * polls (one post sends up to a window). */
@@ -453,6 +469,14 @@ void uroce_ctx_poll_found(struct uroce_ctx *c)
 {
 	if (atomic_load_explicit(&c->app_polled, memory_order_relaxed))
 		atomic_store_explicit(&c->app_polled, mono_ns(), memory_order_relaxed);
+}
+
+void uroce_ctx_poll_empty(struct uroce_ctx *c)
+{
+	if (acks_wait(c, mono_ns()))
+		drain_events(c);
+	else
+		uroce_ctx_poll_idle(c);
 }
 
 void uroce_ctx_poll_idle(struct uroce_ctx *c)
@@ -530,19 +554,16 @@ static uint64_t plan_sleep(struct uroce_ctx *c, bool *sockets)
  * application thread's next call (uroce_ctx_reply_holds). Lock held. */
 static void reply_round(struct uroce_ctx *c, uint64_t now)
 {
-	uint64_t rx = io_count(c, UROCE_IO_RX_PKTS);
 	bool hold = uroce_ctx_reply_holds(
 		atomic_load_explicit(&c->app_polled, memory_order_relaxed), c->reply_hold, now);
 
 	round_at(c, now, !hold);
 	if (!hold || !uroce_eng_tx_pending(c->eng))
 		return;
-	if (c->reply_hold)
-		return; /* a hold runs: it ends at plan_sleep's deadline */
-	if (io_count(c, UROCE_IO_RX_PKTS) != rx)
-		c->reply_hold = now + UROCE_CTX_REPLY_HOLD_NS;
+	if (!uroce_eng_tx_acks_only(c->eng))
+		do_tx(c, now); /* requests, READ responses: now */
 	else
-		do_tx(c, now); /* no reply: held posts at the lease's end, timers */
+		hold_acks(c, now);
 }
 
 static void *progress_main(void *arg)

@@ -149,23 +149,23 @@ static inline bool uroce_ctx_post_holds(uint64_t now, uint64_t lease_end, uint64
 }
 
 /*
- * Replies wait for the next post. A thread that busy-polls (it took a lease and has not armed a
- * completion channel since) but whose lease lapsed is busy elsewhere: ib_write_lat watches
- * memory for the peer's RDMA WRITE. The progress thread receives that WRITE, and what its round
- * makes to send (the WRITE's ACK) waits up to UROCE_CTX_REPLY_HOLD_NS for the thread's next
- * call, a post or a poll, which sends it behind what it posts. Sent at once, the ACK ran ahead
- * of the thread's next WRITE: the peer, polling for the ACK, took it and went back to watching
- * memory, and the WRITE that came a moment later waited for the peer's lease to lapse and its
- * progress thread to run. Each side settled in that pattern (RoCE v1 always, RoCE v2 in some
- * runs): ib_write_lat 53 us over RoCE v1 at 2 vCPUs; with the ACK behind the WRITE, the peer's
- * poll finds both: 30 us, and RoCE v2's 99th percentile 100 -> 35 us.
+ * ACKs wait for the next post. When all a thread that busy-polls (it took a lease and has not
+ * armed a completion channel since) has to send is ACKs, they wait up to
+ * UROCE_CTX_REPLY_HOLD_NS for its next post, which sends them behind what it posts; once the
+ * time is up, its next poll sends them, or the progress thread. This covers the ACKs its own
+ * poll rounds make and those of the progress thread receiving for it once its lease lapsed
+ * (ib_write_lat watches memory for the peer's RDMA WRITE, not polling). Sent at once, an ACK
+ * ran ahead of the thread's next WRITE: the peer, polling for that ACK, took it and went back
+ * to watching memory, and the WRITE that came a moment later waited for the peer's lease to
+ * lapse and its progress thread to run. Both sides settled in that pattern (RoCE v1 always,
+ * RoCE v2 in some runs): ib_write_lat took 53 us over RoCE v1 at 2 vCPUs.
  */
 #define UROCE_CTX_REPLY_HOLD_NS 10000ull /* 10 us */
 
-/* Does a progress round at now that received packets keep what it makes to send for the
- * application (above)? From the time of that thread's lease-taking poll (0: none, or it sleeps
- * on a channel) and the end of a hold already running (0: none). A pure function, for the
- * context and the tests. */
+/* Does the progress thread's round at now keep the ACKs it makes for the application thread
+ * (above)? From the time of that thread's lease-taking poll (0: none, or it sleeps on a
+ * channel) and the end of a hold already running (0: none). A pure function, for the context
+ * and the tests. */
 static inline bool uroce_ctx_reply_holds(uint64_t app_polled, uint64_t hold_end, uint64_t now)
 {
 	return app_polled && (!hold_end || now < hold_end);
@@ -176,9 +176,11 @@ static inline bool uroce_ctx_reply_holds(uint64_t app_polled, uint64_t hold_end,
  * (ibv_poll_cq), in that thread; once the thread is seen polling in a loop, the progress thread
  * leaves the sockets to it for UROCE_CTX_POLL_LEASE_NS, and the round's packets to send wait for
  * its next call (the ACKs of what it receives go out after it has seen the completions). When the
- * CQ is still empty after the round, call uroce_ctx_poll_idle(), which sends them. Lock held.
+ * CQ is still empty after the round, call uroce_ctx_poll_empty(), which sends them, unless they
+ * are ACKs held for the thread's next post (uroce_ctx_reply_holds). Lock held.
  */
 void uroce_ctx_poll_progress(struct uroce_ctx *c);
+void uroce_ctx_poll_empty(struct uroce_ctx *c);
 /*
  * A poll that found completions renews a lease the thread holds (only a streak of empty polls
  * takes one): while completions keep coming, its polls find some every time and run no round,
@@ -186,6 +188,7 @@ void uroce_ctx_poll_progress(struct uroce_ctx *c);
  * it (8 QPs of 4 KiB WRITEs in ib_write_bw). Lock held.
  */
 void uroce_ctx_poll_found(struct uroce_ctx *c);
+/* Send what the thread's rounds held back, ACKs included. Lock held. */
 void uroce_ctx_poll_idle(struct uroce_ctx *c);
 
 /*

@@ -184,6 +184,18 @@ bool uroce_eng_tx_pending(const struct uroce_eng *e)
 	return false;
 }
 
+bool uroce_eng_tx_acks_only(const struct uroce_eng *e)
+{
+	bool acks = false;
+
+	for (const struct uroce_qp *qp = e->ready_head; qp; qp = qp->ready_next) {
+		if (uroce_req_has_work(qp) || uroce_resp_has_data(qp))
+			return false;
+		acks = acks || uroce_resp_has_work(qp);
+	}
+	return acks;
+}
+
 /*
  * What one QP may emit before the next QP gets its turn: 64 packets, or 64 KiB of payload,
  * whichever comes first. A turn of a QP streaming 64 KiB messages is one whole message at any

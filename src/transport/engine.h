@@ -500,6 +500,10 @@ uint64_t uroce_eng_next_deadline(const struct uroce_eng *e);
 /* Is there anything for uroce_eng_tx() to send? */
 bool uroce_eng_tx_pending(const struct uroce_eng *e);
 
+/* Is all there is to send ACKs and NAKs (no request, READ response or atomic ACK)? False when
+ * there is nothing. */
+bool uroce_eng_tx_acks_only(const struct uroce_eng *e);
+
 /* ---- asynchronous events ---------------------------------------------------------------- */
 
 enum uroce_event_type {

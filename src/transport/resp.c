@@ -455,16 +455,21 @@ void uroce_resp_rx(struct uroce_qp *qp, const struct uroce_tpkt *t, const struct
 
 /* ---- transmit ---------------------------------------------------------------------------- */
 
-bool uroce_resp_has_work(const struct uroce_qp *qp)
+bool uroce_resp_has_data(const struct uroce_qp *qp)
 {
 	if (qp->init.type != UROCE_QPT_RC)
 		return false;
-	if (qp->resp.ack != UROCE_ACK_NONE)
-		return true;
 	for (uint32_t i = 0; i < qp->resp.nres; i++)
 		if (qp->resp.res[i].valid && qp->resp.res[i].sending)
 			return true;
 	return false;
+}
+
+bool uroce_resp_has_work(const struct uroce_qp *qp)
+{
+	if (qp->init.type != UROCE_QPT_RC)
+		return false;
+	return qp->resp.ack != UROCE_ACK_NONE || uroce_resp_has_data(qp);
 }
 
 static void resp_bth(struct uroce_qp *qp, struct uroce_tpkt *t, uint8_t opcode, uint32_t psn)

@@ -80,6 +80,7 @@ static void lease_ends(struct uroce_ctx *c, int idx);
 static void burst_together(struct uroce_ctx *c, int idx);
 static void found_renews(struct uroce_ctx *c, int idx);
 static void replies_wait(struct uroce_ctx *c, int idx);
+static void acks_wait_polls(struct uroce_ctx *c, int idx);
 
 /* The lease's arithmetic: posts extend it, but only within UROCE_CTX_POST_RENEW_NS of the poll. */
 static void lease_math(void)
@@ -181,6 +182,7 @@ int main(int argc, char **argv)
 		burst_together(c, idx);
 		found_renews(c, idx);
 		replies_wait(c, idx);
+		acks_wait_polls(c, idx);
 	}
 	if (addr) {
 		uint64_t sent = uroce_ctx_io_counter(c, UROCE_IO_TX_PKTS);
@@ -523,6 +525,10 @@ static void replies_wait(struct uroce_ctx *c, int idx)
 	uint64_t seq = 0;
 
 	make_pair(c, idx, &p);
+	uroce_ctx_lock(c);
+	uint64_t timeouts = uroce_eng_counter(uroce_ctx_eng(c), UROCE_CNT_LOCAL_ACK_TIMEOUT_ERR);
+
+	uroce_ctx_unlock(c);
 	for (int i = 0; i < 5 && !held; i++) {
 		uint8_t want[8];
 		bool landed = false;
@@ -547,7 +553,7 @@ static void replies_wait(struct uroce_ctx *c, int idx)
 		}
 		CHECKF(landed, "the WRITE never landed");
 		uroce_ctx_lock(c);
-		held = uroce_eng_tx_pending(uroce_ctx_eng(c));
+		held = uroce_eng_tx_acks_only(uroce_ctx_eng(c));
 		uroce_ctx_unlock(c);
 		if (!held) /* sent: its completion is there or on the way */
 			CHECK(wait_wc(c, p.cq[0], &wc) == 1 && wc.wr_id == seq &&
@@ -558,6 +564,69 @@ static void replies_wait(struct uroce_ctx *c, int idx)
 	CHECKF(wait_wc(c, p.cq[0], &wc) == 1 && wc.wr_id == seq && wc.status == UROCE_WC_SUCCESS,
 	       "a held ACK never went out by itself");
 	uroce_ctx_lock(c);
+	CHECKF(uroce_eng_counter(uroce_ctx_eng(c), UROCE_CNT_LOCAL_ACK_TIMEOUT_ERR) == timeouts,
+	       "a held ACK went out only after the WRITE was sent again");
+	uroce_ctx_app_sleeps(c);
+	free_pair(&p);
+	uroce_ctx_unlock(c);
+}
+
+/*
+ * The same for the thread's own rounds: it posts an 8-byte WRITE and polls for its completion
+ * as ibv_poll_cq does (a round, then uroce_ctx_poll_empty while the CQ is empty); its round
+ * receives the WRITE (both QPs are in this context), and the empty poll keeps the WRITE's ACK
+ * for the thread's next post instead of sending it. Five tries (a thread preempted for longer
+ * than the hold between the two finds it sent). Polling on, the hold ends and the WRITE
+ * completes.
+ */
+static void acks_wait_polls(struct uroce_ctx *c, int idx)
+{
+	struct pair p;
+	struct uroce_wc wc;
+	bool held = false;
+
+	make_pair(c, idx, &p);
+	uroce_ctx_lock(c);
+	uint64_t timeouts = uroce_eng_counter(uroce_ctx_eng(c), UROCE_CNT_LOCAL_ACK_TIMEOUT_ERR);
+
+	for (int i = 0; i < 5 && !held; i++) {
+		uint64_t seq = 8000 + (uint64_t)i;
+		int n = 0;
+
+		for (int k = 0; k < 16; k++) { /* a streak of empty polls: the lease */
+			CHECK(uroce_cq_poll(p.cq[0], 1, &wc) == 0);
+			uroce_ctx_poll_progress(c);
+			uroce_ctx_poll_empty(c);
+		}
+		memcpy(mem[0] + 61000, &seq, 8);
+		CHECK(post_write(&p, 61000, 61000, 8, seq, true) == 0);
+		uroce_ctx_post_tx(c, 8);
+		for (uint64_t t0 = mono_ms(); mono_ms() - t0 < 5000;) {
+			uroce_ctx_poll_progress(c);
+			if (memcmp(mem[1] + 61000, &seq, 8) == 0) { /* this round received it */
+				uroce_ctx_poll_empty(c);
+				held = uroce_eng_tx_acks_only(uroce_ctx_eng(c));
+				break;
+			}
+			uroce_ctx_poll_empty(c);
+		}
+		for (uint64_t t0 = mono_ms(); !n && mono_ms() - t0 < 5000;) {
+			n = uroce_cq_poll(p.cq[0], 1, &wc);
+			if (!n) {
+				uroce_ctx_poll_progress(c);
+				n = uroce_cq_poll(p.cq[0], 1, &wc);
+			}
+			if (!n)
+				uroce_ctx_poll_empty(c);
+		}
+		CHECKF(n == 1 && wc.wr_id == seq && wc.status == UROCE_WC_SUCCESS,
+		       "a WRITE whose ACK was held never completed for a thread polling on");
+		CHECKF(uroce_eng_counter(uroce_ctx_eng(c), UROCE_CNT_LOCAL_ACK_TIMEOUT_ERR) ==
+			       timeouts,
+		       "a WRITE whose ACK was held completed only once it was sent again");
+	}
+	CHECKF(held, "the ACK a polling thread's round made was sent by its empty poll in 5 tries, "
+		     "not held for its next post");
 	uroce_ctx_app_sleeps(c);
 	free_pair(&p);
 	uroce_ctx_unlock(c);
