@@ -266,10 +266,17 @@ static bool acks_wait(struct uroce_ctx *c, uint64_t now)
 	return c->reply_hold && now < c->reply_hold && uroce_eng_tx_acks_only(c->eng);
 }
 
+/* Are the ACKs made at now kept for the application (uroce_ctx_reply_holds)? Lock held. */
+static bool reply_holds(struct uroce_ctx *c, uint64_t now)
+{
+	return uroce_ctx_reply_holds(atomic_load_explicit(&c->app_polled, memory_order_relaxed),
+				     c->last_post, c->reply_hold, now);
+}
+
 /* After a round that kept what it made to send: ACKs alone start a hold. Lock held. */
 static void hold_acks(struct uroce_ctx *c, uint64_t now)
 {
-	if (!c->reply_hold && uroce_eng_tx_acks_only(c->eng))
+	if (!c->reply_hold && reply_holds(c, now) && uroce_eng_tx_acks_only(c->eng))
 		c->reply_hold = now + UROCE_CTX_REPLY_HOLD_NS;
 }
 
@@ -554,8 +561,7 @@ static uint64_t plan_sleep(struct uroce_ctx *c, bool *sockets)
  * application thread's next call (uroce_ctx_reply_holds). Lock held. */
 static void reply_round(struct uroce_ctx *c, uint64_t now)
 {
-	bool hold = uroce_ctx_reply_holds(
-		atomic_load_explicit(&c->app_polled, memory_order_relaxed), c->reply_hold, now);
+	bool hold = reply_holds(c, now);
 
 	round_at(c, now, !hold);
 	if (!hold || !uroce_eng_tx_pending(c->eng))

@@ -150,7 +150,8 @@ static inline bool uroce_ctx_post_holds(uint64_t now, uint64_t lease_end, uint64
 
 /*
  * ACKs wait for the next post. When all a thread that busy-polls (it took a lease and has not
- * armed a completion channel since) has to send is ACKs, they wait up to
+ * armed a completion channel since) and posts (its last post within UROCE_CTX_POST_RENEW_NS)
+ * has to send is ACKs, they wait up to
  * UROCE_CTX_REPLY_HOLD_NS for its next post, which sends them behind what it posts; once the
  * time is up, its next poll sends them, or the progress thread. This covers the ACKs its own
  * poll rounds make and those of the progress thread receiving for it once its lease lapsed
@@ -158,17 +159,20 @@ static inline bool uroce_ctx_post_holds(uint64_t now, uint64_t lease_end, uint64
  * ran ahead of the thread's next WRITE: the peer, polling for that ACK, took it and went back
  * to watching memory, and the WRITE that came a moment later waited for the peer's lease to
  * lapse and its progress thread to run. Both sides settled in that pattern (RoCE v1 always,
- * RoCE v2 in some runs): ib_write_lat took 53 us over RoCE v1 at 2 vCPUs.
+ * RoCE v2 in some runs): ib_write_lat took 53 us over RoCE v1 at 2 vCPUs. A thread that only
+ * receives (ib_send_bw's server) has no post to wait for: its ACKs go as before.
  */
 #define UROCE_CTX_REPLY_HOLD_NS 10000ull /* 10 us */
 
-/* Does the progress thread's round at now keep the ACKs it makes for the application thread
- * (above)? From the time of that thread's lease-taking poll (0: none, or it sleeps on a
- * channel) and the end of a hold already running (0: none). A pure function, for the context
- * and the tests. */
-static inline bool uroce_ctx_reply_holds(uint64_t app_polled, uint64_t hold_end, uint64_t now)
+/* Are the ACKs made at now kept for the application thread (above)? From the time of that
+ * thread's lease-taking poll (0: none, or it sleeps on a channel), of its last post (0: none)
+ * and the end of a hold already running (0: none). A pure function, for the context and the
+ * tests. */
+static inline bool uroce_ctx_reply_holds(uint64_t app_polled, uint64_t last_post, uint64_t hold_end,
+					 uint64_t now)
 {
-	return app_polled && (!hold_end || now < hold_end);
+	return app_polled && last_post && now - last_post < UROCE_CTX_POST_RENEW_NS &&
+	       (!hold_end || now < hold_end);
 }
 
 /*

@@ -128,17 +128,20 @@ static void post_holds(void)
 	CHECK(uroce_ctx_post_holds(t, t + 10, t - B + 1, G - 1));
 }
 
-/* When a progress round's replies wait for the application: it polls (took a lease and sleeps
- * on no channel), within the hold once one runs. */
+/* When ACKs wait for the application: it polls (took a lease and sleeps on no channel) and
+ * posts, within the hold once one runs. */
 static void reply_holds(void)
 {
-	const uint64_t t = 1000000000ull, H = UROCE_CTX_REPLY_HOLD_NS;
+	const uint64_t t = 1000000000ull, H = UROCE_CTX_REPLY_HOLD_NS, R = UROCE_CTX_POST_RENEW_NS;
 
-	CHECK(uroce_ctx_reply_holds(t - 500, 0, t));	     /* a poller: a hold begins */
-	CHECK(!uroce_ctx_reply_holds(0, 0, t));		     /* none polls: sent at once */
-	CHECK(uroce_ctx_reply_holds(t - 500, t + H - 1, t)); /* within a hold */
-	CHECK(!uroce_ctx_reply_holds(t - 500, t, t));	     /* the hold is over */
-	CHECK(!uroce_ctx_reply_holds(0, t + H, t));
+	CHECK(uroce_ctx_reply_holds(t - 500, t - 900, 0, t)); /* a poller that posts: held */
+	CHECK(!uroce_ctx_reply_holds(0, t - 900, 0, t));      /* none polls: sent at once */
+	CHECK(!uroce_ctx_reply_holds(t - 500, 0, 0, t));      /* it never posted */
+	CHECK(!uroce_ctx_reply_holds(t - 500, t - R, 0, t));  /* nor lately */
+	CHECK(uroce_ctx_reply_holds(t - 500, t - R + 1, 0, t));
+	CHECK(uroce_ctx_reply_holds(t - 500, t - 900, t + H - 1, t)); /* within a hold */
+	CHECK(!uroce_ctx_reply_holds(t - 500, t - 900, t, t));	      /* the hold is over */
+	CHECK(!uroce_ctx_reply_holds(0, t - 900, t + H, t));
 }
 
 static uint64_t mono_ms(void)
