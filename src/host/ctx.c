@@ -52,7 +52,7 @@ struct uroce_ctx {
 	 * posted: written under the lock, read without it by the progress thread (lease_end). */
 	uint64_t sleep_until;
 	_Atomic uint64_t app_polled, app_posted;
-	uint64_t reply_hold; /* what is to send waits for the application until then (0: not) */
+	uint64_t reply_hold; /* ACKs wait for the application's next post until then (0: not) */
 	uint64_t last_poll; /* when the last empty poll's round ended, and how many came in a row */
 	unsigned poll_streak;
 	_Atomic unsigned lock_waiters; /* application threads waiting for the lock */
@@ -447,10 +447,11 @@ void uroce_ctx_poll_progress(struct uroce_ctx *c)
 	/* While the application holds the lease, what this round makes to send (the ACK of what
 	 * it receives, above all) waits for its next call: it goes out after the application has
 	 * seen its completions, with what it posts next (uroce_ctx_post_tx: one system call, off
-	 * the round trip), or at its next empty poll (uroce_ctx_poll_idle), or when the progress
+	 * the round trip), or at its next empty poll (uroce_ctx_poll_empty), or when the progress
 	 * thread takes the sockets back (at most UROCE_CTX_POLL_LEASE_NS). */
-	/* For one round at most (a poller that only receives): what is still pending now was
-	 * held back by the last round, since every other path sends what it makes. */
+	/* For one round at most: what is still pending now was held back by the last round, since
+	 * every other path sends what it makes; but ACKs alone wait for a thread that posts until
+	 * its hold ends (uroce_ctx_reply_holds). */
 	bool defer = now < lease_end(c) && (!uroce_eng_tx_pending(c->eng) || acks_wait(c, now));
 
 	round_at(c, now, !defer);

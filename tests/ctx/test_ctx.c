@@ -3,8 +3,10 @@
  * An opened device end to end: two RC QPs of one context exchange SEND and RDMA READ through real
  * UDP sockets, the progress thread doing the work while the test waits on completion
  * notifications (bounded waits, no sleeps); then, on loopback, a thread that holds the poll lease
- * and only posts still has WRITEs received (lease_ends), and the lease's arithmetic (lease_math,
- * hold_off).
+ * and only posts still has WRITEs received (lease_ends), a busy poller's posts go out together
+ * (burst_together, found_renews), its ACKs wait for its next post (replies_wait,
+ * acks_wait_polls), and the lease's arithmetic (lease_math, hold_off, post_holds,
+ * reply_holds).
  * Run with UROCE_RUNDIR set to an empty directory (automatic devices) and UROCE_PORT.
  *   test_ctx                 on uroce_lo, 127.0.0.1
  *   test_ctx addr DEV CMD    on DEV: first over its IPv4 address, then runs CMD (which adds the
