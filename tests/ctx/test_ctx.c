@@ -318,6 +318,34 @@ static int post_write(struct pair *p, size_t src, size_t dst, uint32_t len, uint
 	return uroce_post_send(p->qp[0], &swr, &sbad);
 }
 
+/* A streak of empty polls of qp[0]'s CQ, each a round as ibv_poll_cq makes it: the lease. Lock
+ * held. */
+static void take_lease(struct uroce_ctx *c, struct pair *p)
+{
+	struct uroce_wc wc;
+
+	for (int i = 0; i < 16; i++) {
+		CHECK(uroce_cq_poll(p->cq[0], 1, &wc) == 0);
+		uroce_ctx_poll_progress(c);
+		uroce_ctx_poll_empty(c);
+	}
+}
+
+/* Post an 8-byte signaled WRITE of seq from qp[0]'s memory at off to qp[1]'s, and the doorbell.
+ * Lock held. */
+static void post_seq(struct uroce_ctx *c, struct pair *p, size_t off, uint64_t seq)
+{
+	memcpy(mem[0] + off, &seq, 8);
+	CHECK(post_write(p, off, off, 8, seq, true) == 0);
+	uroce_ctx_post_tx(c, 8);
+}
+
+/* The local ACK timeouts so far (a WRITE sent again). Lock held. */
+static uint64_t ack_timeouts(struct uroce_ctx *c)
+{
+	return uroce_eng_counter(uroce_ctx_eng(c), UROCE_CNT_LOCAL_ACK_TIMEOUT_ERR);
+}
+
 /* Two RC QPs on GID idx: SEND and RDMA READ, with the data checked. */
 static void exchange(struct uroce_ctx *c, int idx)
 {
@@ -379,15 +407,11 @@ static void exchange(struct uroce_ctx *c, int idx)
 static void lease_ends(struct uroce_ctx *c, int idx)
 {
 	struct pair p;
-	struct uroce_wc wc;
 
 	make_pair(c, idx, &p);
 	uroce_ctx_lock(c);
 	memset(mem[1], 0, 64);
-	for (int i = 0; i < 16; i++) { /* a streak of empty polls: the lease */
-		CHECK(uroce_cq_poll(p.cq[0], 1, &wc) == 0);
-		uroce_ctx_poll_progress(c);
-	}
+	take_lease(c, &p);
 	uroce_ctx_unlock(c);
 
 	uint64_t seq = 0, want = 0, got = 0, t0 = mono_ms();
@@ -432,10 +456,7 @@ static void burst_together(struct uroce_ctx *c, int idx)
 		 gso = uroce_ctx_io_counter(c, UROCE_IO_TX_GSO);
 
 	uroce_ctx_lock(c);
-	for (int i = 0; i < 16; i++) { /* a streak of empty polls: the lease */
-		CHECK(uroce_cq_poll(p.cq[0], 1, &wc) == 0);
-		uroce_ctx_poll_progress(c);
-	}
+	take_lease(c, &p);
 	for (int i = 0; i < N * LEN; i++)
 		mem[0][OFF + i] = (uint8_t)(i * 13 + 5);
 	memset(mem[1] + OFF, 0, N * LEN);
@@ -531,7 +552,7 @@ static void replies_wait(struct uroce_ctx *c, int idx)
 
 	make_pair(c, idx, &p);
 	uroce_ctx_lock(c);
-	uint64_t timeouts = uroce_eng_counter(uroce_ctx_eng(c), UROCE_CNT_LOCAL_ACK_TIMEOUT_ERR);
+	uint64_t timeouts = ack_timeouts(c);
 
 	uroce_ctx_unlock(c);
 	for (int i = 0; i < 5 && !held; i++) {
@@ -539,14 +560,9 @@ static void replies_wait(struct uroce_ctx *c, int idx)
 		bool landed = false;
 
 		uroce_ctx_lock(c);
-		for (int k = 0; k < 16; k++) { /* a streak of empty polls: the lease */
-			CHECK(uroce_cq_poll(p.cq[0], 1, &wc) == 0);
-			uroce_ctx_poll_progress(c);
-		}
+		take_lease(c, &p);
 		seq = 7000 + (uint64_t)i;
-		memcpy(mem[0] + 60000, &seq, 8);
-		CHECK(post_write(&p, 60000, 60000, 8, seq, true) == 0);
-		uroce_ctx_post_tx(c, 8);
+		post_seq(c, &p, 60000, seq);
 		uroce_ctx_unlock(c);
 		memcpy(want, &seq, 8);
 		/* Watch memory, byte by byte through volatile reads, with no call into uroce. */
@@ -569,7 +585,7 @@ static void replies_wait(struct uroce_ctx *c, int idx)
 	CHECKF(wait_wc(c, p.cq[0], &wc) == 1 && wc.wr_id == seq && wc.status == UROCE_WC_SUCCESS,
 	       "a held ACK never went out by itself");
 	uroce_ctx_lock(c);
-	CHECKF(uroce_eng_counter(uroce_ctx_eng(c), UROCE_CNT_LOCAL_ACK_TIMEOUT_ERR) == timeouts,
+	CHECKF(ack_timeouts(c) == timeouts,
 	       "a held ACK went out only after the WRITE was sent again");
 	uroce_ctx_app_sleeps(c);
 	free_pair(&p);
@@ -592,20 +608,14 @@ static void acks_wait_polls(struct uroce_ctx *c, int idx)
 
 	make_pair(c, idx, &p);
 	uroce_ctx_lock(c);
-	uint64_t timeouts = uroce_eng_counter(uroce_ctx_eng(c), UROCE_CNT_LOCAL_ACK_TIMEOUT_ERR);
+	uint64_t timeouts = ack_timeouts(c);
 
 	for (int i = 0; i < 5 && !held; i++) {
 		uint64_t seq = 8000 + (uint64_t)i;
 		int n = 0;
 
-		for (int k = 0; k < 16; k++) { /* a streak of empty polls: the lease */
-			CHECK(uroce_cq_poll(p.cq[0], 1, &wc) == 0);
-			uroce_ctx_poll_progress(c);
-			uroce_ctx_poll_empty(c);
-		}
-		memcpy(mem[0] + 61000, &seq, 8);
-		CHECK(post_write(&p, 61000, 61000, 8, seq, true) == 0);
-		uroce_ctx_post_tx(c, 8);
+		take_lease(c, &p);
+		post_seq(c, &p, 61000, seq);
 		for (uint64_t t0 = mono_ms(); mono_ms() - t0 < 5000;) {
 			uroce_ctx_poll_progress(c);
 			if (memcmp(mem[1] + 61000, &seq, 8) == 0) { /* this round received it */
@@ -626,8 +636,7 @@ static void acks_wait_polls(struct uroce_ctx *c, int idx)
 		}
 		CHECKF(n == 1 && wc.wr_id == seq && wc.status == UROCE_WC_SUCCESS,
 		       "a WRITE whose ACK was held never completed for a thread polling on");
-		CHECKF(uroce_eng_counter(uroce_ctx_eng(c), UROCE_CNT_LOCAL_ACK_TIMEOUT_ERR) ==
-			       timeouts,
+		CHECKF(ack_timeouts(c) == timeouts,
 		       "a WRITE whose ACK was held completed only once it was sent again");
 	}
 	CHECKF(held, "the ACK a polling thread's round made was sent by its empty poll in 5 tries, "
