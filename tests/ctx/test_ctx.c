@@ -536,7 +536,7 @@ static void found_renews(struct uroce_ctx *c, int idx)
 }
 
 /*
- * Replies wait for the next post (uroce_ctx_reply_holds): a thread takes the lease, posts an
+ * ACKs wait for the next post (uroce_ctx_reply_holds): a thread takes the lease, posts an
  * 8-byte WRITE and watches memory for it instead of polling, as ib_write_lat does; once the
  * lease lapsed the progress thread receives the WRITE, and its ACK waits for the thread's next
  * call. Five tries (a thread that comes back later than the hold finds it sent); without the
