@@ -53,7 +53,7 @@ struct uroce_ctx {
 	uint64_t sleep_until;
 	_Atomic uint64_t app_polled, app_posted;
 	uint64_t reply_hold; /* ACKs wait for the application's next post until then (0: not) */
-	uint64_t last_poll; /* when the last empty poll's round ended, and how many came in a row */
+	uint64_t last_poll;  /* when the last poll (its round) ended, and how many came in a row */
 	unsigned poll_streak;
 	_Atomic unsigned lock_waiters; /* application threads waiting for the lock */
 	/* When the last post ended; what posts held back since the last send (bytes). */
@@ -434,11 +434,32 @@ static uint64_t lease_end(struct uroce_ctx *c)
 
 /*
  * A thread that busy-polls comes back within microseconds, again and again; one that drains
- * its CQ before sleeping on a completion channel polls empty once or twice. Only a streak of
- * POLL_STREAK empty polls, each within POLL_GAP_NS of the last, takes the sockets.
+ * its CQ before sleeping on a completion channel polls a few times and arms the channel, which
+ * ends a lease. Only a streak of POLL_STREAK polls, empty or not, each within POLL_GAP_NS of
+ * the last, takes the sockets.
  */
 #define POLL_STREAK 8
 #define POLL_GAP_NS 100000ull
+
+/*
+ * A poll from start to end counts toward the streak, or breaks it: the gap runs from the end of
+ * the last poll or post to its start (a round that sends a burst of posts may take longer than
+ * the gap allowed, and so may the posts between two polls, one post sending up to a window).
+ * Returns whether the streak is long enough for the lease. Lock held.
+ */
+static bool streak_step(struct uroce_ctx *c, uint64_t start, uint64_t end)
+{
+	uint64_t last = c->last_post > c->last_poll ? c->last_post : c->last_poll;
+
+	if (start - last < POLL_GAP_NS) {
+		if (c->poll_streak < POLL_STREAK)
+			c->poll_streak++;
+	} else {
+		c->poll_streak = 0;
+	}
+	c->last_poll = end;
+	return c->poll_streak >= POLL_STREAK;
+}
 
 void uroce_ctx_poll_progress(struct uroce_ctx *c)
 {
@@ -457,26 +478,16 @@ void uroce_ctx_poll_progress(struct uroce_ctx *c)
 	round_at(c, now, !defer);
 	if (defer)
 		hold_acks(c, now);
-	/* From the end of the last round or post to the start of this round: a round that sends
-	 * a burst of posts may take longer than the gap allowed, and so may the posts between two
-	 * polls (one post sends up to a window). */
-	uint64_t last = c->last_post > c->last_poll ? c->last_post : c->last_poll;
-
-	if (now - last < POLL_GAP_NS) {
-		if (c->poll_streak < POLL_STREAK)
-			c->poll_streak++;
-	} else {
-		c->poll_streak = 0;
-	}
-	c->last_poll = mono_ns();
-	if (c->poll_streak >= POLL_STREAK)
+	if (streak_step(c, now, mono_ns()))
 		atomic_store_explicit(&c->app_polled, c->last_poll, memory_order_relaxed);
 }
 
 void uroce_ctx_poll_found(struct uroce_ctx *c)
 {
-	if (atomic_load_explicit(&c->app_polled, memory_order_relaxed))
-		atomic_store_explicit(&c->app_polled, mono_ns(), memory_order_relaxed);
+	uint64_t now = mono_ns();
+
+	if (streak_step(c, now, now) || atomic_load_explicit(&c->app_polled, memory_order_relaxed))
+		atomic_store_explicit(&c->app_polled, now, memory_order_relaxed);
 }
 
 void uroce_ctx_poll_empty(struct uroce_ctx *c)

@@ -83,6 +83,7 @@ static void burst_together(struct uroce_ctx *c, int idx);
 static void found_renews(struct uroce_ctx *c, int idx);
 static void replies_wait(struct uroce_ctx *c, int idx);
 static void acks_wait_polls(struct uroce_ctx *c, int idx);
+static void found_takes(struct uroce_ctx *c, int idx);
 
 /* The lease's arithmetic: posts extend it, but only within UROCE_CTX_POST_RENEW_NS of the poll. */
 static void lease_math(void)
@@ -188,6 +189,7 @@ int main(int argc, char **argv)
 		found_renews(c, idx);
 		replies_wait(c, idx);
 		acks_wait_polls(c, idx);
+		found_takes(c, idx);
 	}
 	if (addr) {
 		uint64_t sent = uroce_ctx_io_counter(c, UROCE_IO_TX_PKTS);
@@ -641,6 +643,52 @@ static void acks_wait_polls(struct uroce_ctx *c, int idx)
 	}
 	CHECKF(held, "the ACK a polling thread's round made was sent by its empty poll in 5 tries, "
 		     "not held for its next post");
+	uroce_ctx_app_sleeps(c);
+	free_pair(&p);
+	uroce_ctx_unlock(c);
+}
+
+/*
+ * Polls that find completions take the lease too (uroce_ctx_poll_found): a thread that has no
+ * lease makes 8 polls in a row that each find a completion (the test collects the completions
+ * of 8 WRITEs first), then posts two WRITEs back to back; the
+ * second is held for the burst (uroce_ctx_post_holds needs the lease). Five tries, since a
+ * preemption between the two posts sends the second at once; with empty polls alone counted,
+ * none is held.
+ */
+static void found_takes(struct uroce_ctx *c, int idx)
+{
+	struct pair p;
+	struct uroce_wc wc;
+	bool held = false;
+
+	make_pair(c, idx, &p);
+	uroce_ctx_lock(c);
+	for (int i = 0; i < 5 && !held; i++) {
+		uroce_ctx_app_sleeps(c); /* no lease, no streak */
+		for (int k = 0; k < 8; k++)
+			write8(c, &p, (uint64_t)k, true);
+		for (int k = 0, n = 0; k < 8; k++, n = 0) { /* the progress thread completes them */
+			for (uint64_t t0 = mono_ms(); !n && mono_ms() - t0 < 5000;) {
+				uroce_ctx_unlock(c);
+				uroce_ctx_lock(c);
+				n = uroce_cq_poll(p.cq[0], 1, &wc);
+			}
+			CHECK(n == 1 && wc.status == UROCE_WC_SUCCESS);
+		}
+		for (int k = 0; k < 8; k++) /* as 8 polls in a row that each found one */
+			uroce_ctx_poll_found(c);
+		write8(c, &p, 100, false);
+		write8(c, &p, 101, false);
+		held = uroce_eng_tx_pending(uroce_ctx_eng(c));
+		uroce_ctx_poll_idle(c); /* send it */
+	}
+	CHECKF(held, "8 polls that found completions did not take the lease: no post was held in "
+		     "5 bursts of two");
+	for (uint64_t t0 = mono_ms(); mono_ms() - t0 < 100;) { /* let the rest complete */
+		uroce_ctx_poll_progress(c);
+		uroce_ctx_poll_idle(c);
+	}
 	uroce_ctx_app_sleeps(c);
 	free_pair(&p);
 	uroce_ctx_unlock(c);
