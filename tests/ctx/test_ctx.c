@@ -348,6 +348,19 @@ static uint64_t ack_timeouts(struct uroce_ctx *c)
 	return uroce_eng_counter(uroce_ctx_eng(c), UROCE_CNT_LOCAL_ACK_TIMEOUT_ERR);
 }
 
+/* Rounds for 100 ms, so that what is still in flight completes, then the lease given up (the
+ * next case starts without one), the pair freed and the lock released. Lock held. */
+static void settle_free(struct uroce_ctx *c, struct pair *p)
+{
+	for (uint64_t t0 = mono_ms(); mono_ms() - t0 < 100;) {
+		uroce_ctx_poll_progress(c);
+		uroce_ctx_poll_idle(c);
+	}
+	uroce_ctx_app_sleeps(c);
+	free_pair(p);
+	uroce_ctx_unlock(c);
+}
+
 /* Two RC QPs on GID idx: SEND and RDMA READ, with the data checked. */
 static void exchange(struct uroce_ctx *c, int idx)
 {
@@ -529,12 +542,7 @@ static void found_renews(struct uroce_ctx *c, int idx)
 	}
 	CHECKF(held, "a poll that found a completion did not renew the lapsed lease: no post was "
 		     "held in 5 bursts of two");
-	for (uint64_t t0 = mono_ms(); mono_ms() - t0 < 100;) { /* let the rest complete */
-		uroce_ctx_poll_progress(c);
-		uroce_ctx_poll_idle(c);
-	}
-	free_pair(&p);
-	uroce_ctx_unlock(c);
+	settle_free(c, &p);
 }
 
 /*
@@ -589,9 +597,7 @@ static void replies_wait(struct uroce_ctx *c, int idx)
 	uroce_ctx_lock(c);
 	CHECKF(ack_timeouts(c) == timeouts,
 	       "a held ACK went out only after the WRITE was sent again");
-	uroce_ctx_app_sleeps(c);
-	free_pair(&p);
-	uroce_ctx_unlock(c);
+	settle_free(c, &p);
 }
 
 /*
@@ -643,18 +649,15 @@ static void acks_wait_polls(struct uroce_ctx *c, int idx)
 	}
 	CHECKF(held, "the ACK a polling thread's round made was sent by its empty poll in 5 tries, "
 		     "not held for its next post");
-	uroce_ctx_app_sleeps(c);
-	free_pair(&p);
-	uroce_ctx_unlock(c);
+	settle_free(c, &p);
 }
 
 /*
  * Polls that find completions take the lease too (uroce_ctx_poll_found): a thread that has no
  * lease makes 8 polls in a row that each find a completion (the test collects the completions
- * of 8 WRITEs first), then posts two WRITEs back to back; the
- * second is held for the burst (uroce_ctx_post_holds needs the lease). Five tries, since a
- * preemption between the two posts sends the second at once; with empty polls alone counted,
- * none is held.
+ * of 8 WRITEs first), then posts two WRITEs back to back; the second is held for the burst
+ * (uroce_ctx_post_holds needs the lease). Five tries, since a preemption between the two posts
+ * sends the second at once; with empty polls alone counted, none is held.
  */
 static void found_takes(struct uroce_ctx *c, int idx)
 {
@@ -685,11 +688,5 @@ static void found_takes(struct uroce_ctx *c, int idx)
 	}
 	CHECKF(held, "8 polls that found completions did not take the lease: no post was held in "
 		     "5 bursts of two");
-	for (uint64_t t0 = mono_ms(); mono_ms() - t0 < 100;) { /* let the rest complete */
-		uroce_ctx_poll_progress(c);
-		uroce_ctx_poll_idle(c);
-	}
-	uroce_ctx_app_sleeps(c);
-	free_pair(&p);
-	uroce_ctx_unlock(c);
+	settle_free(c, &p);
 }
