@@ -191,7 +191,7 @@ bool uroce_eng_tx_acks_only(const struct uroce_eng *e)
 	for (const struct uroce_qp *qp = e->ready_head; qp; qp = qp->ready_next) {
 		if (uroce_req_has_work(qp) || uroce_resp_has_data(qp))
 			return false;
-		acks = acks || uroce_resp_has_work(qp);
+		acks = acks || uroce_resp_has_ack(qp);
 	}
 	return acks;
 }

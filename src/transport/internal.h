@@ -290,6 +290,7 @@ void uroce_req_retry(struct uroce_qp *qp, uint32_t psn);
 void uroce_resp_rx(struct uroce_qp *qp, const struct uroce_tpkt *t, const struct uroce_rx_pkt *rx);
 bool uroce_resp_has_work(const struct uroce_qp *qp);
 bool uroce_resp_has_data(const struct uroce_qp *qp); /* READ or atomic responses to send */
+bool uroce_resp_has_ack(const struct uroce_qp *qp);  /* an ACK or NAK to send */
 int uroce_resp_next(struct uroce_qp *qp, struct uroce_tx_pkt *out);
 
 /* comp.c */

@@ -465,11 +465,14 @@ bool uroce_resp_has_data(const struct uroce_qp *qp)
 	return false;
 }
 
+bool uroce_resp_has_ack(const struct uroce_qp *qp)
+{
+	return qp->init.type == UROCE_QPT_RC && qp->resp.ack != UROCE_ACK_NONE;
+}
+
 bool uroce_resp_has_work(const struct uroce_qp *qp)
 {
-	if (qp->init.type != UROCE_QPT_RC)
-		return false;
-	return qp->resp.ack != UROCE_ACK_NONE || uroce_resp_has_data(qp);
+	return uroce_resp_has_ack(qp) || uroce_resp_has_data(qp);
 }
 
 static void resp_bth(struct uroce_qp *qp, struct uroce_tpkt *t, uint8_t opcode, uint32_t psn)
