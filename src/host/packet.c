@@ -26,7 +26,10 @@
  * (promiscuous mode). With the QPN filter exactly one process, the owner of the destination
  * QP, receives a frame sent to this host, once. The price of ETH_P_ALL: the kernel clones every
  * frame leaving the interface for the filter (of each process with the device open), as for a
- * capture; frames received go through the filter without a copy.
+ * capture; frames received go through the filter without a copy. A loopback device (MAC all
+ * zeros, every destination MAC on it too) is the exception: it brings each frame back up as
+ * received (PACKET_HOST), so its receive socket ignores the outgoing copies
+ * (PACKET_IGNORE_OUTGOING), which would deliver every frame twice.
  *
  * Transmit: sendmmsg, three iovecs per frame, [Ethernet + GRH + BTH/ext | payload in place |
  * pad + ICRC]; the destination MAC comes from the path (uroce_neigh_lookup, host layer).
@@ -171,11 +174,19 @@ static int open_backend(const struct uroce_backend_cfg *cfg, const struct uroce_
 
 	memset(&ifr, 0, sizeof(ifr));
 	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
-	if (ioctl(fd, SIOCGIFHWADDR, &ifr) < 0 || ifr.ifr_hwaddr.sa_family != ARPHRD_ETHER) {
-		r = ifr.ifr_hwaddr.sa_family != ARPHRD_ETHER ? -EOPNOTSUPP : -errno;
-		uroce_backend_seterr(cfg, "RoCE v1 over AF_PACKET: %s is not an Ethernet interface", ifname);
+	if (ioctl(fd, SIOCGIFHWADDR, &ifr) < 0) {
+		r = -errno;
+		uroce_backend_seterr(cfg, "RoCE v1 over AF_PACKET: %s: %s", ifname, strerror(-r));
 		pkt_close(&b->b);
 		return r;
+	}
+	bool loopback = ifr.ifr_hwaddr.sa_family == ARPHRD_LOOPBACK;
+
+	if (ifr.ifr_hwaddr.sa_family != ARPHRD_ETHER && !loopback) {
+		uroce_backend_seterr(
+			cfg, "RoCE v1 over AF_PACKET: %s is neither Ethernet nor loopback", ifname);
+		pkt_close(&b->b);
+		return -EOPNOTSUPP;
 	}
 	memcpy(b->b.mac, ifr.ifr_hwaddr.sa_data, 6);
 	if (ioctl(fd, SIOCGIFMTU, &ifr) < 0) {
@@ -232,7 +243,19 @@ static int open_backend(const struct uroce_backend_cfg *cfg, const struct uroce_
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
 	setsockopt(b->txfd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
 
-	/* Outgoing frames are wanted (local delivery): no PACKET_IGNORE_OUTGOING. */
+	/* Outgoing frames are wanted (local delivery): no PACKET_IGNORE_OUTGOING, except on a
+	 * loopback device, which brings every frame back up as received (PACKET_HOST: its MAC is
+	 * all zeros, as is every destination MAC on it); the outgoing copy would deliver it twice.
+	 */
+	int one = 1;
+
+	if (loopback && setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one)) < 0) {
+		r = -errno;
+		uroce_backend_seterr(cfg, "RoCE v1 over AF_PACKET: %s: PACKET_IGNORE_OUTGOING: %s",
+				     ifname, strerror(-r));
+		pkt_close(&b->b);
+		return r;
+	}
 	struct sockaddr_ll sll = {
 		.sll_family = AF_PACKET,
 		.sll_protocol = htons(ETH_P_ALL),

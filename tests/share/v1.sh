@@ -11,14 +11,18 @@
 #   CASE ud:   the same with ibv_ud_pingpong;
 #   CASE self: `test_share v1self v1dev`: two RC QPs of one process talk through the device;
 #   CASE gsi:  `test_share v1gsi v1dev v1a`: three processes on the device, two of them claiming
-#              CM services; crafted QP1 frames (tagged and untagged) reach the right one only.
+#              CM services; crafted QP1 frames (tagged and untagged) reach the right one only;
+#   CASE rc-lo, ud-lo: rc and ud with v1dev on the namespace's loopback device instead (its MAC
+#              is all zeros and it brings every frame back up as received: the socket must not
+#              also take the outgoing copy, or every packet would arrive twice).
 # Afterwards (but for gsi) `uroce stats v1dev` (both processes' counters) must show every packet sent
 # received exactly once (sent_pkts == rcvd_pkts, no duplicate) and drop_no_qp 0: no process got
 # a frame for another's QP.
 #
 # A network namespace of its own with a veth pair v1a <-> v1b (198.18.70.1/24 on v1a; nothing
-# listens on v1b), device v1dev defined with `uroce link add v1dev netdev v1a roce v1` in a
-# temporary UROCE_RUNDIR, the GID index of the IPv4 RoCE v1 entry from `uroce gids`. The client
+# listens on v1b), device v1dev defined with `uroce link add v1dev netdev v1a roce v1` (netdev
+# lo for rc-lo and ud-lo) in a temporary UROCE_RUNDIR, the GID index of the IPv4 RoCE v1 entry
+# from `uroce gids`. The client
 # starts once the server listens (a bounded poll of `ss -ltn`, no fixed sleeps); every program
 # runs under `timeout`. Exits 0 pass, 1 fail, 77 skip (not root, no netns/veth, no
 # ibverbs-utils).
@@ -37,12 +41,17 @@ fail() {
 [ "$(id -u)" -eq 0 ] || skip "needs root (a network namespace, AF_PACKET)"
 command -v ip >/dev/null || skip "no ip command (iproute2)"
 command -v ss >/dev/null || skip "no ss command (iproute2)"
+IF=v1a ADDR=198.18.70.1 GIDV4=0000:0000:0000:0000:0000:ffff:c612:4601
 case $CASE in
 rc) PROG=ibv_rc_pingpong PORT=18631 ;;
 ud) PROG=ibv_ud_pingpong PORT=18632 ;;
+rc-lo | ud-lo)
+	PROG=ibv_${CASE%-lo}_pingpong PORT=18633
+	IF=lo ADDR=127.0.0.1 GIDV4=0000:0000:0000:0000:0000:ffff:7f00:0001
+	;;
 self | gsi) PROG= ;;
 *)
-	echo "usage: v1.sh rc|ud|self|gsi UROCE TEST_SHARE" >&2
+	echo "usage: v1.sh rc|ud|self|gsi|rc-lo|ud-lo UROCE TEST_SHARE" >&2
 	exit 2
 	;;
 esac
@@ -79,13 +88,13 @@ MAC=$(inns ip -br link show v1a | awk '{ print $3 }')
 # The device's own IPv4 address has no neighbour entry; the device sends frames for its own
 # addresses to its own MAC (ctx.c v1_dmac), so no entry is added here.
 
-inns "$UROCE" link add v1dev netdev v1a roce v1 || fail "uroce link add v1dev netdev v1a roce v1"
+inns "$UROCE" link add v1dev netdev $IF roce v1 || fail "uroce link add v1dev netdev $IF roce v1"
 GID=$(inns "$UROCE" gids v1dev 2>"$T/gid.err" |
-	awk -F'\t' '$4 == "0000:0000:0000:0000:0000:ffff:c612:4601" && $(NF - 1) == "v1" { print $3; exit }')
+	awk -F'\t' -v g=$GIDV4 '$4 == g && $(NF - 1) == "v1" { print $3; exit }')
 [ -n "$GID" ] || {
 	cat "$T/gid.err" >&2
 	inns "$UROCE" gids v1dev >&2
-	fail "v1dev: no RoCE v1 GID for 198.18.70.1"
+	fail "v1dev: no RoCE v1 GID for $ADDR"
 }
 
 loader_clean() { # FILE WHAT
@@ -117,7 +126,7 @@ if [ -n "$PROG" ]; then
 		cat "$T/srv.out" "$T/srv.err" >&2
 		fail "$PROG server did not listen on port $PORT"
 	}
-	inns timeout 60 "$UROCE" run -- "$PROG" -d v1dev -g "$GID" -p "$PORT" -n $ITERS -c 198.18.70.1 \
+	inns timeout 60 "$UROCE" run -- "$PROG" -d v1dev -g "$GID" -p "$PORT" -n $ITERS -c $ADDR \
 		>"$T/cli.out" 2>"$T/cli.err"
 	cst=$?
 	[ "$cst" -eq 0 ] || kill "$spid" 2>/dev/null
@@ -125,7 +134,7 @@ if [ -n "$PROG" ]; then
 	sst=$?
 	echo "--- server: uroce run -- $PROG -d v1dev -g $GID -p "$PORT" -n $ITERS -c: status $sst"
 	cat "$T/srv.out" "$T/srv.err"
-	echo "--- client: uroce run -- $PROG -d v1dev -g $GID -p "$PORT" -n $ITERS -c 198.18.70.1: status $cst"
+	echo "--- client: uroce run -- $PROG -d v1dev -g $GID -p "$PORT" -n $ITERS -c $ADDR: status $cst"
 	cat "$T/cli.out" "$T/cli.err"
 	loader_clean "$T/srv.err" "$PROG server"
 	loader_clean "$T/cli.err" "$PROG client"
