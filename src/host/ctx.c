@@ -47,6 +47,8 @@ struct uroce_ctx {
 	int watch_fd;
 	bool busy_poll;
 	bool rx_more; /* the last round left received packets for the next (do_rx) */
+	int rx_got;   /* packets the last round received */
+	struct uroce_ctx_spin spin; /* the progress thread's spin after answering (its own) */
 	/* Under the lock: when the progress thread wakes at the latest (0: it is awake and plans
 	 * again before sleeping). When an application thread last polled (its lease) and last
 	 * posted: written under the lock, read without it by the progress thread (lease_end). */
@@ -348,14 +350,20 @@ static int rx_burst(struct uroce_ctx *c, struct uroce_backend *b, uint64_t now)
 	return n;
 }
 
-/* Receive and process up to 16 bursts; returns whether more may be waiting. */
+/* Receive and process up to 16 bursts (counted in rx_got); returns whether more may be
+ * waiting. */
 static bool do_rx(struct uroce_ctx *c, struct uroce_backend *b, uint64_t now)
 {
 	if (!b)
 		return false;
-	for (int round = 0; round < 16; round++)
-		if (rx_burst(c, b, now) < CTX_BURST)
+	for (int round = 0; round < 16; round++) {
+		int n = rx_burst(c, b, now);
+
+		if (n > 0)
+			c->rx_got += n;
+		if (n < CTX_BURST)
 			return false;
+	}
 	/* A backend may hold packets it already took from the kernel (the rest of a GRO
 	 * datagram): the sockets need not be readable for them, so the next round must not wait. */
 	return true;
@@ -402,20 +410,33 @@ static void stats_flush(struct uroce_ctx *c)
 	uroce_stats_add_io(c->stats, io);
 }
 
-/* Receive, timers, transmit (unless tx is false: the packets wait for the next round). */
-static void round_at(struct uroce_ctx *c, uint64_t now, bool tx)
+/* Receive and timers: a round's first half. */
+static void round_rx(struct uroce_ctx *c, uint64_t now)
 {
+	c->rx_got = 0;
 	bool more = do_rx(c, c->v2, now);
 
 	c->rx_more = do_rx(c, c->v1, now) || more;
 	uroce_eng_advance(c->eng, now);
-	if (tx)
-		do_tx(c, now);
+}
+
+/* Events and counters: a round's last part. */
+static void round_end(struct uroce_ctx *c, uint64_t now)
+{
 	drain_events(c);
 	if (now - c->stats_at > STATS_PERIOD) {
 		c->stats_at = now;
 		stats_flush(c);
 	}
+}
+
+/* Receive, timers, transmit (unless tx is false: the packets wait for the next round). */
+static void round_at(struct uroce_ctx *c, uint64_t now, bool tx)
+{
+	round_rx(c, now);
+	if (tx)
+		do_tx(c, now);
+	round_end(c, now);
 }
 
 /*
@@ -547,13 +568,18 @@ static uint64_t plan_sleep(struct uroce_ctx *c, bool *sockets)
 	bool pending = uroce_eng_tx_pending(c->eng);
 
 	*sockets = true;
-	/* Packets to send go now, unless they wait for the application (reply_round). */
-	if (c->busy_poll || (pending && now >= c->reply_hold) || c->rx_more)
+	/* Packets to send go now, unless they wait for the application (reply_round); a spin
+	 * after answering a READ or an atomic polls on (uroce_ctx_spin_step), but not into a
+	 * lease, nor while an application thread waits for the lock (the mutex is not fair). */
+	uint64_t le = lease_end(c);
+
+	if (c->busy_poll || (pending && now >= c->reply_hold) || c->rx_more ||
+	    (c->spin.until && now >= le &&
+	     !atomic_load_explicit(&c->lock_waiters, memory_order_relaxed)))
 		return 0;
 	until = dl == UROCE_NEVER ? now + 1000000000ull : dl; /* the counters, now and then */
 	if (pending && until > c->reply_hold)
 		until = c->reply_hold;
-	uint64_t le = lease_end(c);
 
 	if (now < le) {
 		/* An application thread polls: the sockets are its until the lease ends. */
@@ -566,22 +592,34 @@ static uint64_t plan_sleep(struct uroce_ctx *c, bool *sockets)
 	if (until <= now)
 		return 0;
 	c->sleep_until = until;
+	if (*sockets)
+		c->spin.slept_at = now;
 	return until - now;
 }
 
 /* The progress thread's round: what it makes to send after receiving may wait for a polling
- * application thread's next call (uroce_ctx_reply_holds). Lock held. */
+ * application thread's next call (uroce_ctx_reply_holds); after answering a READ or an atomic
+ * it may spin (uroce_ctx_spin_step). Lock held. */
 static void reply_round(struct uroce_ctx *c, uint64_t now)
 {
 	bool hold = reply_holds(c, now);
 
-	round_at(c, now, !hold);
-	if (!hold || !uroce_eng_tx_pending(c->eng))
-		return;
-	if (!uroce_eng_tx_acks_only(c->eng))
+	round_rx(c, now);
+	bool responds = c->rx_got > 0 && uroce_eng_tx_responds(c->eng);
+
+	if (!hold)
+		do_tx(c, now);
+	else if (uroce_eng_tx_pending(c->eng) && !uroce_eng_tx_acks_only(c->eng))
 		do_tx(c, now); /* requests, READ responses: now */
-	else
+	else if (uroce_eng_tx_pending(c->eng))
 		hold_acks(c, now);
+	round_end(c, now);
+	uroce_ctx_spin_step(&c->spin, now, c->rx_got, responds);
+}
+
+struct uroce_ctx_spin uroce_ctx_spin_state(struct uroce_ctx *c)
+{
+	return c->spin;
 }
 
 static void *progress_main(void *arg)

@@ -196,6 +196,14 @@ bool uroce_eng_tx_acks_only(const struct uroce_eng *e)
 	return acks;
 }
 
+bool uroce_eng_tx_responds(const struct uroce_eng *e)
+{
+	for (const struct uroce_qp *qp = e->ready_head; qp; qp = qp->ready_next)
+		if (uroce_resp_has_data(qp))
+			return true;
+	return false;
+}
+
 /*
  * What one QP may emit before the next QP gets its turn: 64 packets, or 64 KiB of payload,
  * whichever comes first. A turn of a QP streaming 64 KiB messages is one whole message at any

@@ -504,6 +504,9 @@ bool uroce_eng_tx_pending(const struct uroce_eng *e);
  * there is nothing. */
 bool uroce_eng_tx_acks_only(const struct uroce_eng *e);
 
+/* Is a READ response or an atomic ACK among what there is to send? */
+bool uroce_eng_tx_responds(const struct uroce_eng *e);
+
 /* ---- asynchronous events ---------------------------------------------------------------- */
 
 enum uroce_event_type {

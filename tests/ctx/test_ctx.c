@@ -84,6 +84,7 @@ static void found_renews(struct uroce_ctx *c, int idx);
 static void replies_wait(struct uroce_ctx *c, int idx);
 static void acks_wait_polls(struct uroce_ctx *c, int idx);
 static void found_takes(struct uroce_ctx *c, int idx);
+static void reads_spin(struct uroce_ctx *c, int idx);
 
 /* The lease's arithmetic: posts extend it, but only within UROCE_CTX_POST_RENEW_NS of the poll. */
 static void lease_math(void)
@@ -147,6 +148,32 @@ static void reply_holds(void)
 	CHECK(!uroce_ctx_reply_holds(0, t - 900, t + H, t));
 }
 
+/* The progress thread's spin after answering a READ or an atomic: when it begins, goes on and
+ * ends, and when it stops and starts paying again. */
+static void spin_math(void)
+{
+	const uint64_t t = 1000000000ull, S = UROCE_CTX_SPIN_NS;
+	struct uroce_ctx_spin s = {0};
+
+	CHECK(!uroce_ctx_spin_step(&s, t, 1, true)); /* nothing says it pays yet */
+	s.slept_at = t + 100;			     /* asleep, woken S - 1 later by a packet */
+	CHECK(!uroce_ctx_spin_step(&s, t + 100 + S - 1, 1, false) && s.ok && !s.slept_at);
+	CHECK(!uroce_ctx_spin_step(&s, t + 2 * S, 0, true)); /* nothing received: no answer */
+	CHECK(uroce_ctx_spin_step(&s, t + 3 * S, 2, true) && s.until == t + 4 * S && s.begun == 1);
+	CHECK(uroce_ctx_spin_step(&s, t + 3 * S + 10, 0, false)); /* spinning, nothing yet */
+	CHECK(uroce_ctx_spin_step(&s, t + 3 * S + 20, 1, true) && s.until == t + 4 * S + 20 &&
+	      s.begun == 1); /* another READ: the spin goes on (the same spin) */
+	CHECK(uroce_ctx_spin_step(&s, t + 3 * S + 30, 1, false));	   /* an ACK caught */
+	CHECK(!uroce_ctx_spin_step(&s, t + 4 * S + 20, 0, false) && s.ok); /* over; it paid */
+	CHECK(uroce_ctx_spin_step(&s, t + 5 * S, 1, true) && s.begun == 2);
+	CHECK(!uroce_ctx_spin_step(&s, t + 6 * S, 0, false) && !s.ok); /* a spin for nothing */
+	CHECK(!uroce_ctx_spin_step(&s, t + 7 * S, 1, true) && !s.until);
+	s.slept_at = t + 8 * S; /* a sleep a spin would not have caught */
+	CHECK(!uroce_ctx_spin_step(&s, t + 9 * S, 1, true) && !s.ok && !s.slept_at);
+	s.slept_at = t + 10 * S; /* one it would have */
+	CHECK(uroce_ctx_spin_step(&s, t + 10 * S + 5, 1, true) && s.begun == 3);
+}
+
 static uint64_t mono_ms(void)
 {
 	struct timespec ts;
@@ -172,6 +199,7 @@ int main(int argc, char **argv)
 	hold_off();
 	post_holds();
 	reply_holds();
+	spin_math();
 	evfd = eventfd(0, EFD_NONBLOCK);
 	int rc = uroce_ctx_open(dev, &cfg, &c);
 
@@ -190,6 +218,7 @@ int main(int argc, char **argv)
 		replies_wait(c, idx);
 		acks_wait_polls(c, idx);
 		found_takes(c, idx);
+		reads_spin(c, idx);
 	}
 	if (addr) {
 		uint64_t sent = uroce_ctx_io_counter(c, UROCE_IO_TX_PKTS);
@@ -689,4 +718,58 @@ static void found_takes(struct uroce_ctx *c, int idx)
 	CHECKF(held, "8 polls that found completions did not take the lease: no post was held in "
 		     "5 bursts of two");
 	settle_free(c, &p);
+}
+
+/*
+ * RDMA READs, one after the other, by a thread that waits for each completion on the channel
+ * (no lease: the progress thread receives both the requests and the responses): the progress
+ * thread answers them and, once that pays, spins instead of sleeping (uroce_ctx_spin_step). When
+ * the READs stop, the spin ends: within 1 s of real time the thread no longer spins.
+ */
+static void reads_spin(struct uroce_ctx *c, int idx)
+{
+	struct pair p;
+	struct uroce_wc wc;
+	struct uroce_ctx_spin st = {0};
+
+	make_pair(c, idx, &p);
+	for (int i = 0; i < 2000 && st.begun == 0; i++) {
+		uroce_ctx_lock(c);
+		struct uroce_sge ss = {(uintptr_t)mem[0] + 30000, 64, uroce_mr_lkey(p.mr[0])};
+		struct uroce_send_wr swr = {.wr_id = 9000 + (uint64_t)i,
+					    .sg_list = &ss,
+					    .num_sge = 1,
+					    .opcode = UROCE_WR_RDMA_READ,
+					    .send_flags = UROCE_SEND_SIGNALED},
+				     *sbad;
+
+		swr.wr.rdma.remote_addr = (uintptr_t)mem[1] + 30000;
+		swr.wr.rdma.rkey = uroce_mr_rkey(p.mr[1]);
+		memset(mem[1] + 30000, i & 0xFF, 64);
+		CHECK(uroce_post_send(p.qp[0], &swr, &sbad) == 0);
+		uroce_ctx_post_tx(c, 0);
+		uroce_ctx_unlock(c);
+		uroce_ctx_kick(c);
+		CHECK(wait_wc(c, p.cq[0], &wc) == 1 && wc.wr_id == 9000 + (uint64_t)i &&
+		      wc.status == UROCE_WC_SUCCESS);
+		CHECK(mem[0][30000] == (uint8_t)(i & 0xFF) && mem[0][30063] == (uint8_t)(i & 0xFF));
+		uroce_ctx_lock(c);
+		st = uroce_ctx_spin_state(c);
+		uroce_ctx_unlock(c);
+	}
+	CHECKF(st.begun > 0, "2000 READs back to back and the progress thread never spun");
+	for (int i = 0; i < 100; i++) {
+		uroce_ctx_lock(c);
+		st = uroce_ctx_spin_state(c);
+		uroce_ctx_unlock(c);
+		if (!st.until)
+			break;
+		struct pollfd none = {.fd = -1};
+
+		poll(&none, 1, 10);
+	}
+	CHECKF(!st.until, "the progress thread still spins 1 s after the last READ");
+	uroce_ctx_lock(c);
+	free_pair(&p);
+	uroce_ctx_unlock(c);
 }
