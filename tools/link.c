@@ -21,8 +21,7 @@
 	"       uroce link show [-d] [NAME]\n"
 #define USAGE_HINT "Run 'uroce help link' for more.\n"
 
-static const char usage_text[] =
-	USAGE_LINES
+static const char usage_text[] = USAGE_LINES
 	"\n"
 	"Define uroce devices, one port each, on network interfaces (like 'rdma link add\n"
 	"NAME type rxe netdev IFNAME'). Definitions live in the run-time directory\n"
@@ -33,7 +32,8 @@ static const char usage_text[] =
 	"      define device NAME (1 to 63 of A-Z a-z 0-9 _ . -, not starting with '.') on\n"
 	"      interface IFNAME, which must exist and carry no other device. roce V: the RoCE\n"
 	"      versions it speaks: v2 (UDP port 4791; the default, as rxe), v1 (Ethertype 0x8915,\n"
-	"      needs CAP_NET_RAW) or v1,v2 (each address is a v1 and a v2 GID, as on mlx5)\n"
+	"      needs CAP_NET_RAW and an Ethernet or loopback interface) or v1,v2 (each address\n"
+	"      is a v1 and a v2 GID, as on mlx5)\n"
 	"  del NAME\n"
 	"      delete a defined device, with its default RoCE mode and its counters\n"
 	"  show [-d] [NAME]\n"
@@ -49,7 +49,8 @@ static const char usage_text[] =
 	"get the automatic ones back.\n"
 	"\n"
 	"Exit status: 0 done; 1 the operation failed (unknown interface or device, duplicate,\n"
-	"run-time directory not writable); 2 wrong arguments.\n";
+	"RoCE v1 on an interface without Ethernet frames, run-time directory not writable);\n"
+	"2 wrong arguments.\n";
 
 int uroce_cmd_rundir(const char *cmd, char *buf, size_t cap)
 {
@@ -136,6 +137,12 @@ static int link_add(const char *rundir, int argc, char **argv)
 		fprintf(stderr,
 			"uroce: link: interface '%s' does not exist; 'ip link show' lists the "
 			"interfaces\n",
+			d.netdev);
+		return UROCE_EXIT_FAIL;
+	case -EPFNOSUPPORT:
+		fprintf(stderr,
+			"uroce: link: RoCE v1 needs an Ethernet (or loopback) interface, and '%s' "
+			"is neither: use 'roce v2'\n",
 			d.netdev);
 		return UROCE_EXIT_FAIL;
 	case -EEXIST:

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <net/if_arp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -346,10 +347,17 @@ int uroce_dev_add(const char *rundir, const struct uroce_devdef *def,
 	err = uroce_netif_scan(&ifs);
 	if (err)
 		return err;
-	present = uroce_netif_find(&ifs, def->netdev) != NULL;
+	const struct uroce_netif *nif = uroce_netif_find(&ifs, def->netdev);
+
+	present = nif != NULL;
+	/* RoCE v1 frames are Ethernet frames (AF_PACKET): a tunnel or tun device has none. */
+	bool v1_ok = nif && (nif->arphrd == ARPHRD_ETHER || nif->arphrd == ARPHRD_LOOPBACK);
+
 	uroce_netif_list_free(&ifs);
 	if (!present)
 		return -ENODEV;
+	if ((def->roce & UROCE_ROCE_V1) && !v1_ok)
+		return -EPFNOSUPPORT;
 	err = list_defined(rundir, &v, &n);
 	if (err)
 		return err;

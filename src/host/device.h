@@ -82,7 +82,9 @@ const char *uroce_roce_str(unsigned mask);
 
 /*
  * Define a device. Returns 0; -EINVAL for a bad name or mask; -ENODEV when the netdev does not
- * exist (in the caller's network namespace); -EEXIST when a device of that name is defined;
+ * exist (in the caller's network namespace); -EPFNOSUPPORT when RoCE v1 is asked for on an
+ * interface that carries no Ethernet frames (neither Ethernet nor loopback: a tunnel, a tun
+ * device); -EEXIST when a device of that name is defined;
  * -EBUSY when another defined device uses the netdev (*other, if not NULL, gets its name); or a
  * run-time directory error (-EACCES, ...).
  */

@@ -7,6 +7,7 @@
 #include <linux/if_packet.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
+#include <net/if_arp.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,6 +115,20 @@ static unsigned read_mtu(int sock, const char *name)
 	return (unsigned)ifr.ifr_mtu;
 }
 
+/* The link type (ARPHRD_*) of an interface, ARPHRD_VOID when it cannot be read. */
+static unsigned short read_hwtype(int sock, const char *name)
+{
+	struct ifreq ifr;
+
+	if (sock < 0)
+		return ARPHRD_VOID;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+	if (ioctl(sock, SIOCGIFHWADDR, &ifr) != 0)
+		return ARPHRD_VOID;
+	return (unsigned short)ifr.ifr_hwaddr.sa_family;
+}
+
 int uroce_netif_scan(struct uroce_netif_list *l)
 {
 	struct ifaddrs *all, *ifa;
@@ -127,9 +142,9 @@ int uroce_netif_scan(struct uroce_netif_list *l)
 		struct uroce_netif *nif;
 		int fam;
 
-		if (!ifa->ifa_addr)
-			continue;
-		fam = ifa->ifa_addr->sa_family;
+		/* A link without a link-layer address (a tun device) comes without one: its type
+		 * and index are read below. */
+		fam = ifa->ifa_addr ? ifa->ifa_addr->sa_family : AF_PACKET;
 		if (fam != AF_PACKET && fam != AF_INET && fam != AF_INET6)
 			continue;
 		nif = get_if(l, ifa->ifa_name);
@@ -138,7 +153,9 @@ int uroce_netif_scan(struct uroce_netif_list *l)
 			break;
 		}
 		nif->flags = ifa->ifa_flags;
-		if (fam == AF_PACKET) {
+		if (fam == AF_PACKET && !ifa->ifa_addr) {
+			continue;
+		} else if (fam == AF_PACKET) {
 			const struct sockaddr_ll *ll =
 				(const struct sockaddr_ll *)(const void *)ifa->ifa_addr;
 
@@ -161,8 +178,10 @@ int uroce_netif_scan(struct uroce_netif_list *l)
 		sock = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	for (int i = 0; i < l->n; i++) {
 		l->ifs[i].mtu = read_mtu(sock, l->ifs[i].name);
-		if (!l->ifs[i].ifindex)
+		if (!l->ifs[i].ifindex) { /* no link-layer address */
 			l->ifs[i].ifindex = if_nametoindex(l->ifs[i].name);
+			l->ifs[i].arphrd = read_hwtype(sock, l->ifs[i].name);
+		}
 	}
 	if (sock >= 0)
 		close(sock);

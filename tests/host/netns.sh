@@ -188,6 +188,24 @@ grep -q "interface 'w0' of device 't_v1' does not exist" "$T/err" || fail "gids 
 expect 0 gids
 grep -q "^t_v1" "$T/out" && fail "GIDs listed for a deleted interface"
 
+# An interface without a link-layer address (tun): it exists, with or without an address of its
+# own; RoCE v1, whose frames are Ethernet frames, is refused there with a clear error.
+if nsip tuntap add mode tun name tn0 2>/dev/null; then
+	expect 0 link add t_tun netdev tn0
+	expect 0 link show -d t_tun
+	grep -q "^t_tun  *tn0 " "$T/out" || fail "device on a tun interface: $(cat "$T/out")"
+	expect 0 link del t_tun
+	for r in v1 v1,v2; do
+		expect 1 link add t_tun netdev tn0 roce $r
+		grep -q "RoCE v1 needs an Ethernet (or loopback) interface, and 'tn0' is neither" \
+			"$T/err" || fail "roce $r on a tun interface: $(cat "$T/err")"
+	done
+	expect 0 link show
+	grep -q "^t_tun " "$T/out" && fail "a refused device was defined"
+else
+	echo "no tun device (/dev/net/tun): tun cases not run"
+fi
+
 # The API: the change watch and rebuilds inside the namespace.
 ip netns exec "$NS" "$HELPER" || fail "test_host_netns"
 
