@@ -188,6 +188,28 @@ int uroce_netif_scan(struct uroce_netif_list *l)
 	return 0;
 }
 
+int uroce_netif_flags(unsigned ifindex, unsigned *flags)
+{
+	struct ifreq ifr;
+	int r = 0;
+
+	memset(&ifr, 0, sizeof(ifr));
+	if (!if_indextoname(ifindex, ifr.ifr_name))
+		return -ENODEV;
+	int sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (sock < 0)
+		sock = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (sock < 0)
+		return -errno;
+	if (ioctl(sock, SIOCGIFFLAGS, &ifr) != 0)
+		r = -errno;
+	else
+		*flags = (unsigned short)ifr.ifr_flags;
+	close(sock);
+	return r;
+}
+
 int uroce_netif_watch_open(void)
 {
 	struct sockaddr_nl sa;

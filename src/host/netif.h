@@ -55,6 +55,10 @@ void uroce_netif_list_free(struct uroce_netif_list *l);
 /* The interface called name in l, or NULL. */
 const struct uroce_netif *uroce_netif_find(const struct uroce_netif_list *l, const char *name);
 
+/* The IFF_* flags of interface ifindex alone (no scan). Returns 0, or -ENODEV or an ioctl
+ * error. */
+int uroce_netif_flags(unsigned ifindex, unsigned *flags);
+
 /* Up (IFF_UP) and running (IFF_RUNNING: carrier, operational): what rxe calls port ACTIVE. */
 bool uroce_netif_active(const struct uroce_netif *nif);
 

@@ -209,16 +209,10 @@ static int setint(int fd, int level, int opt, int v)
 /* Is interface ifindex a loopback device (IFF_LOOPBACK)? */
 static bool is_loopback(int ifindex)
 {
-	struct uroce_netif_list l;
-	bool lo = false;
+	unsigned flags;
 
-	if (uroce_netif_scan(&l))
-		return false;
-	for (int i = 0; i < l.n; i++)
-		if ((int)l.ifs[i].ifindex == ifindex)
-			lo = (l.ifs[i].flags & IFF_LOOPBACK) != 0;
-	uroce_netif_list_free(&l);
-	return lo;
+	return ifindex > 0 && uroce_netif_flags((unsigned)ifindex, &flags) == 0 &&
+	       (flags & IFF_LOOPBACK);
 }
 
 /* GRO on while the socket is alone in its group, or on loopback (see the top of the file). */
