@@ -153,9 +153,9 @@ int uroce_netif_scan(struct uroce_netif_list *l)
 			break;
 		}
 		nif->flags = ifa->ifa_flags;
-		if (fam == AF_PACKET && !ifa->ifa_addr) {
+		if (!ifa->ifa_addr)
 			continue;
-		} else if (fam == AF_PACKET) {
+		if (fam == AF_PACKET) {
 			const struct sockaddr_ll *ll =
 				(const struct sockaddr_ll *)(const void *)ifa->ifa_addr;
 
