@@ -48,6 +48,7 @@ struct uroce_ctx {
 	bool busy_poll;
 	bool rx_more; /* the last round left received packets for the next (do_rx) */
 	int rx_got;   /* packets the last round received */
+	uint64_t comp_events;	    /* completion notifications reported (an application sleeps) */
 	struct uroce_ctx_spin spin; /* the progress thread's spin after answering (its own) */
 	/* Under the lock: when the progress thread wakes at the latest (0: it is awake and plans
 	 * again before sleeping). When an application thread last polled (its lease) and last
@@ -373,9 +374,11 @@ static void drain_events(struct uroce_ctx *c)
 {
 	struct uroce_event ev;
 
-	while (uroce_eng_poll_event(c->eng, &ev) == 1)
+	while (uroce_eng_poll_event(c->eng, &ev) == 1) {
+		c->comp_events += ev.type == UROCE_EVENT_COMP;
 		if (c->on_event)
 			c->on_event(c->arg, &ev);
+	}
 }
 
 /* I/O counter k summed over the context's backends. Lock held. */
@@ -569,7 +572,7 @@ static uint64_t plan_sleep(struct uroce_ctx *c, bool *sockets)
 
 	*sockets = true;
 	/* Packets to send go now, unless they wait for the application (reply_round); a spin
-	 * after answering a READ or an atomic polls on (uroce_ctx_spin_step), but not into a
+	 * after answering or reporting a completion polls on (uroce_ctx_spin_step), but not into a
 	 * lease, nor while an application thread waits for the lock (the mutex is not fair). */
 	uint64_t le = lease_end(c);
 
@@ -598,11 +601,13 @@ static uint64_t plan_sleep(struct uroce_ctx *c, bool *sockets)
 }
 
 /* The progress thread's round: what it makes to send after receiving may wait for a polling
- * application thread's next call (uroce_ctx_reply_holds); after answering a READ or an atomic
- * it may spin (uroce_ctx_spin_step). Lock held. */
+ * application thread's next call (uroce_ctx_reply_holds); after answering a READ or an atomic,
+ * or reporting a completion, it may spin (uroce_ctx_spin_step). Lock held. */
 static void reply_round(struct uroce_ctx *c, uint64_t now)
 {
 	bool hold = reply_holds(c, now);
+
+	uint64_t events = c->comp_events;
 
 	round_rx(c, now);
 	bool responds = c->rx_got > 0 && uroce_eng_tx_responds(c->eng);
@@ -614,7 +619,7 @@ static void reply_round(struct uroce_ctx *c, uint64_t now)
 	else if (uroce_eng_tx_pending(c->eng))
 		hold_acks(c, now);
 	round_end(c, now);
-	uroce_ctx_spin_step(&c->spin, now, c->rx_got, responds);
+	uroce_ctx_spin_step(&c->spin, now, c->rx_got, responds || c->comp_events != events);
 }
 
 struct uroce_ctx_spin uroce_ctx_spin_state(struct uroce_ctx *c)

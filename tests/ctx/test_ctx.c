@@ -85,6 +85,7 @@ static void replies_wait(struct uroce_ctx *c, int idx);
 static void acks_wait_polls(struct uroce_ctx *c, int idx);
 static void found_takes(struct uroce_ctx *c, int idx);
 static void reads_spin(struct uroce_ctx *c, int idx);
+static void sends_spin(struct uroce_ctx *c, int idx);
 
 /* The lease's arithmetic: posts extend it, but only within UROCE_CTX_POST_RENEW_NS of the poll. */
 static void lease_math(void)
@@ -219,6 +220,7 @@ int main(int argc, char **argv)
 		acks_wait_polls(c, idx);
 		found_takes(c, idx);
 		reads_spin(c, idx);
+		sends_spin(c, idx);
 	}
 	if (addr) {
 		uint64_t sent = uroce_ctx_io_counter(c, UROCE_IO_TX_PKTS);
@@ -769,6 +771,70 @@ static void reads_spin(struct uroce_ctx *c, int idx)
 		poll(&none, 1, 10);
 	}
 	CHECKF(!st.until, "the progress thread still spins 1 s after the last READ");
+	uroce_ctx_lock(c);
+	free_pair(&p);
+	uroce_ctx_unlock(c);
+}
+
+/*
+ * SENDs, one after the other, to a thread that waits for each on the completion channel: the
+ * progress thread reports the receive completions (the CQ armed) and, once that pays, spins
+ * instead of sleeping; the spinning ends after the last.
+ */
+static void sends_spin(struct uroce_ctx *c, int idx)
+{
+	struct pair p;
+	struct uroce_wc wc;
+	struct uroce_ctx_spin st, before;
+
+	make_pair(c, idx, &p);
+	uroce_ctx_lock(c);
+	before = uroce_ctx_spin_state(c);
+	uroce_ctx_unlock(c);
+	st = before;
+	for (int i = 0; i < 2000 && st.begun == before.begun; i++) {
+		uroce_ctx_lock(c);
+		struct uroce_sge rs = {(uintptr_t)mem[1] + 40000, 64, uroce_mr_lkey(p.mr[1])};
+		struct uroce_recv_wr rwr = {.wr_id = 500 + (uint64_t)i,
+					    .sg_list = &rs,
+					    .num_sge = 1},
+				     *rbad;
+		struct uroce_sge ss = {(uintptr_t)mem[0] + 40000, 64, uroce_mr_lkey(p.mr[0])};
+		struct uroce_send_wr swr = {.wr_id = 600 + (uint64_t)i,
+					    .sg_list = &ss,
+					    .num_sge = 1,
+					    .opcode = UROCE_WR_SEND,
+					    .send_flags = UROCE_SEND_SIGNALED},
+				     *sbad;
+
+		memset(mem[0] + 40000, (i + 1) & 0xFF, 64);
+		CHECK(uroce_post_recv(p.qp[1], &rwr, &rbad) == 0);
+		CHECK(uroce_post_send(p.qp[0], &swr, &sbad) == 0);
+		uroce_ctx_post_tx(c, 64);
+		uroce_ctx_unlock(c);
+		uroce_ctx_kick(c);
+		CHECK(wait_wc(c, p.cq[1], &wc) == 1 && wc.wr_id == 500 + (uint64_t)i &&
+		      wc.status == UROCE_WC_SUCCESS && wc.byte_len == 64);
+		CHECK(mem[1][40000] == (uint8_t)((i + 1) & 0xFF));
+		CHECK(wait_wc(c, p.cq[0], &wc) == 1 && wc.wr_id == 600 + (uint64_t)i &&
+		      wc.status == UROCE_WC_SUCCESS);
+		uroce_ctx_lock(c);
+		st = uroce_ctx_spin_state(c);
+		uroce_ctx_unlock(c);
+	}
+	CHECKF(st.begun > before.begun,
+	       "2000 SENDs to a thread on the channel and the progress thread never spun");
+	for (int i = 0; i < 100; i++) {
+		uroce_ctx_lock(c);
+		st = uroce_ctx_spin_state(c);
+		uroce_ctx_unlock(c);
+		if (!st.until)
+			break;
+		struct pollfd none = {.fd = -1};
+
+		poll(&none, 1, 10);
+	}
+	CHECKF(!st.until, "the progress thread still spins 1 s after the last SEND");
 	uroce_ctx_lock(c);
 	free_pair(&p);
 	uroce_ctx_unlock(c);
