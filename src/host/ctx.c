@@ -49,7 +49,7 @@ struct uroce_ctx {
 	bool rx_more; /* the last round left received packets for the next (do_rx) */
 	int rx_got;   /* packets the last round received */
 	uint64_t comp_events;	    /* completion notifications reported (an application sleeps) */
-	struct uroce_ctx_spin spin; /* the progress thread's spin after answering (its own) */
+	struct uroce_ctx_spin spin; /* the progress thread's spin (uroce_ctx_spin_step) */
 	/* Under the lock: when the progress thread wakes at the latest (0: it is awake and plans
 	 * again before sleeping). When an application thread last polled (its lease) and last
 	 * posted: written under the lock, read without it by the progress thread (lease_end). */
