@@ -722,6 +722,29 @@ static void found_takes(struct uroce_ctx *c, int idx)
 	settle_free(c, &p);
 }
 
+/* The progress thread's spin state now. */
+static struct uroce_ctx_spin spin_now(struct uroce_ctx *c)
+{
+	uroce_ctx_lock(c);
+	struct uroce_ctx_spin st = uroce_ctx_spin_state(c);
+
+	uroce_ctx_unlock(c);
+	return st;
+}
+
+/* Does the progress thread stop spinning within 1 s of real time? */
+static bool spin_ends(struct uroce_ctx *c)
+{
+	for (int i = 0; i < 100; i++) {
+		if (!spin_now(c).until)
+			return true;
+		struct pollfd none = {.fd = -1};
+
+		poll(&none, 1, 10);
+	}
+	return false;
+}
+
 /*
  * RDMA READs, one after the other, by a thread that waits for each completion on the channel
  * (no lease: the progress thread receives both the requests and the responses): the progress
@@ -755,22 +778,10 @@ static void reads_spin(struct uroce_ctx *c, int idx)
 		CHECK(wait_wc(c, p.cq[0], &wc) == 1 && wc.wr_id == 9000 + (uint64_t)i &&
 		      wc.status == UROCE_WC_SUCCESS);
 		CHECK(mem[0][30000] == (uint8_t)(i & 0xFF) && mem[0][30063] == (uint8_t)(i & 0xFF));
-		uroce_ctx_lock(c);
-		st = uroce_ctx_spin_state(c);
-		uroce_ctx_unlock(c);
+		st = spin_now(c);
 	}
 	CHECKF(st.begun > 0, "2000 READs back to back and the progress thread never spun");
-	for (int i = 0; i < 100; i++) {
-		uroce_ctx_lock(c);
-		st = uroce_ctx_spin_state(c);
-		uroce_ctx_unlock(c);
-		if (!st.until)
-			break;
-		struct pollfd none = {.fd = -1};
-
-		poll(&none, 1, 10);
-	}
-	CHECKF(!st.until, "the progress thread still spins 1 s after the last READ");
+	CHECKF(spin_ends(c), "the progress thread still spins 1 s after the last READ");
 	uroce_ctx_lock(c);
 	free_pair(&p);
 	uroce_ctx_unlock(c);
@@ -788,9 +799,7 @@ static void sends_spin(struct uroce_ctx *c, int idx)
 	struct uroce_ctx_spin st, before;
 
 	make_pair(c, idx, &p);
-	uroce_ctx_lock(c);
-	before = uroce_ctx_spin_state(c);
-	uroce_ctx_unlock(c);
+	before = spin_now(c);
 	st = before;
 	for (int i = 0; i < 2000 && st.begun == before.begun; i++) {
 		uroce_ctx_lock(c);
@@ -818,23 +827,11 @@ static void sends_spin(struct uroce_ctx *c, int idx)
 		CHECK(mem[1][40000] == (uint8_t)((i + 1) & 0xFF));
 		CHECK(wait_wc(c, p.cq[0], &wc) == 1 && wc.wr_id == 600 + (uint64_t)i &&
 		      wc.status == UROCE_WC_SUCCESS);
-		uroce_ctx_lock(c);
-		st = uroce_ctx_spin_state(c);
-		uroce_ctx_unlock(c);
+		st = spin_now(c);
 	}
 	CHECKF(st.begun > before.begun,
 	       "2000 SENDs to a thread on the channel and the progress thread never spun");
-	for (int i = 0; i < 100; i++) {
-		uroce_ctx_lock(c);
-		st = uroce_ctx_spin_state(c);
-		uroce_ctx_unlock(c);
-		if (!st.until)
-			break;
-		struct pollfd none = {.fd = -1};
-
-		poll(&none, 1, 10);
-	}
-	CHECKF(!st.until, "the progress thread still spins 1 s after the last SEND");
+	CHECKF(spin_ends(c), "the progress thread still spins 1 s after the last SEND");
 	uroce_ctx_lock(c);
 	free_pair(&p);
 	uroce_ctx_unlock(c);
