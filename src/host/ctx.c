@@ -595,6 +595,7 @@ static uint64_t plan_sleep(struct uroce_ctx *c, bool *sockets)
 	if (until <= now)
 		return 0;
 	c->sleep_until = until;
+	c->spin.until = 0; /* a spin given up (a lease, a thread waiting for the lock) ends */
 	if (*sockets)
 		c->spin.slept_at = now;
 	return until - now;
