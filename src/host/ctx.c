@@ -276,9 +276,12 @@ static bool reply_holds(struct uroce_ctx *c, uint64_t now)
 				     c->last_post, c->reply_hold, now);
 }
 
-/* After a round that kept what it made to send: ACKs alone start a hold. Lock held. */
-static void hold_acks(struct uroce_ctx *c, uint64_t now)
+/* After a round that kept what it made to send: ACKs alone start a hold, from the round's end
+ * (the thread's next post can come no sooner). Lock held. */
+static void hold_acks(struct uroce_ctx *c)
 {
+	uint64_t now = mono_ns();
+
 	if (!c->reply_hold && reply_holds(c, now) && uroce_eng_tx_acks_only(c->eng))
 		c->reply_hold = now + UROCE_CTX_REPLY_HOLD_NS;
 }
@@ -501,7 +504,7 @@ void uroce_ctx_poll_progress(struct uroce_ctx *c)
 
 	round_at(c, now, !defer);
 	if (defer)
-		hold_acks(c, now);
+		hold_acks(c);
 	if (streak_step(c, now, mono_ns()))
 		atomic_store_explicit(&c->app_polled, c->last_poll, memory_order_relaxed);
 }
@@ -618,7 +621,7 @@ static void reply_round(struct uroce_ctx *c, uint64_t now)
 	else if (uroce_eng_tx_pending(c->eng) && !uroce_eng_tx_acks_only(c->eng))
 		do_tx(c, now); /* requests, READ responses: now */
 	else if (uroce_eng_tx_pending(c->eng))
-		hold_acks(c, now);
+		hold_acks(c);
 	round_end(c, now);
 	uroce_ctx_spin_step(&c->spin, now, c->rx_got, responds || c->comp_events != events);
 }
