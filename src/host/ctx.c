@@ -46,6 +46,7 @@ struct uroce_ctx {
 	int kick_fd;
 	int watch_fd;
 	bool busy_poll;
+	bool no_spin; /* UROCE_SPIN=0: the progress thread never spins (uroce_ctx_spin_step) */
 	bool rx_more; /* the last round left received packets for the next (do_rx) */
 	int rx_got;   /* packets the last round received */
 	uint64_t comp_events;	    /* completion notifications reported (an application sleeps) */
@@ -623,7 +624,8 @@ static void reply_round(struct uroce_ctx *c, uint64_t now)
 	else if (uroce_eng_tx_pending(c->eng))
 		hold_acks(c);
 	round_end(c, now);
-	uroce_ctx_spin_step(&c->spin, now, c->rx_got, responds || c->comp_events != events);
+	uroce_ctx_spin_step(&c->spin, now, c->rx_got,
+			    !c->no_spin && (responds || c->comp_events != events));
 }
 
 struct uroce_ctx_spin uroce_ctx_spin_state(struct uroce_ctx *c)
@@ -905,6 +907,7 @@ int uroce_ctx_open(const char *name, const struct uroce_ctx_cfg *cfg, struct uro
 	const char *bp = getenv("UROCE_BUSY_POLL");
 
 	c->busy_poll = bp && bp[0] == '1';
+	c->no_spin = env_off("UROCE_SPIN");
 
 	struct uroce_eng_cfg ecfg;
 

@@ -190,6 +190,7 @@ static inline bool uroce_ctx_reply_holds(uint64_t app_polled, uint64_t last_post
  * that pays: a spin that ends with nothing received stops the spinning, and a sleep that a
  * packet ended within UROCE_CTX_SPIN_NS (a spin would have caught it) allows it again. A
  * thread answering now and then spins once, a spin's time, and then sleeps as before.
+ * UROCE_SPIN=0 in the environment turns it off (the CPU it costs, against the latency).
  */
 #define UROCE_CTX_SPIN_NS 50000ull /* 50 us */
 
