@@ -102,15 +102,30 @@ static int add_addr(struct uroce_netif *nif, const struct ifaddrs *ifa)
 	return 0;
 }
 
+/* A socket for the interface ioctls (any serves; IPv6 too in case IPv4 is compiled out), or
+ * -1. */
+static int ioctl_socket(void)
+{
+	int sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	return sock >= 0 ? sock : socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+}
+
+/* ioctl req on the interface called name, into *ifr. Returns 0, or -1 (errno set). */
+static int if_ioctl(int sock, const char *name, unsigned long req, struct ifreq *ifr)
+{
+	if (sock < 0)
+		return -1;
+	memset(ifr, 0, sizeof(*ifr));
+	snprintf(ifr->ifr_name, sizeof(ifr->ifr_name), "%s", name);
+	return ioctl(sock, req, ifr);
+}
+
 static unsigned read_mtu(int sock, const char *name)
 {
 	struct ifreq ifr;
 
-	if (sock < 0)
-		return 0;
-	memset(&ifr, 0, sizeof(ifr));
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
-	if (ioctl(sock, SIOCGIFMTU, &ifr) != 0 || ifr.ifr_mtu < 0)
+	if (if_ioctl(sock, name, SIOCGIFMTU, &ifr) != 0 || ifr.ifr_mtu < 0)
 		return 0;
 	return (unsigned)ifr.ifr_mtu;
 }
@@ -120,11 +135,7 @@ static unsigned short read_hwtype(int sock, const char *name)
 {
 	struct ifreq ifr;
 
-	if (sock < 0)
-		return ARPHRD_VOID;
-	memset(&ifr, 0, sizeof(ifr));
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
-	if (ioctl(sock, SIOCGIFHWADDR, &ifr) != 0)
+	if (if_ioctl(sock, name, SIOCGIFHWADDR, &ifr) != 0)
 		return ARPHRD_VOID;
 	return (unsigned short)ifr.ifr_hwaddr.sa_family;
 }
@@ -172,10 +183,7 @@ int uroce_netif_scan(struct uroce_netif_list *l)
 		uroce_netif_list_free(l);
 		return err;
 	}
-	/* Any socket serves SIOCGIFMTU; try IPv6 too in case IPv4 is compiled out. */
-	sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (sock < 0)
-		sock = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	sock = ioctl_socket();
 	for (int i = 0; i < l->n; i++) {
 		l->ifs[i].mtu = read_mtu(sock, l->ifs[i].name);
 		if (!l->ifs[i].ifindex) { /* no link-layer address */
@@ -190,19 +198,17 @@ int uroce_netif_scan(struct uroce_netif_list *l)
 
 int uroce_netif_flags(unsigned ifindex, unsigned *flags)
 {
+	char name[IF_NAMESIZE];
 	struct ifreq ifr;
 	int r = 0;
 
-	memset(&ifr, 0, sizeof(ifr));
-	if (!if_indextoname(ifindex, ifr.ifr_name))
+	if (!if_indextoname(ifindex, name))
 		return -ENODEV;
-	int sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int sock = ioctl_socket();
 
 	if (sock < 0)
-		sock = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (sock < 0)
 		return -errno;
-	if (ioctl(sock, SIOCGIFFLAGS, &ifr) != 0)
+	if (if_ioctl(sock, name, SIOCGIFFLAGS, &ifr) != 0)
 		r = -errno;
 	else
 		*flags = (unsigned short)ifr.ifr_flags;
