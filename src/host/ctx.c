@@ -611,18 +611,15 @@ static uint64_t plan_sleep(struct uroce_ctx *c, bool *sockets)
 static void reply_round(struct uroce_ctx *c, uint64_t now)
 {
 	bool hold = reply_holds(c, now);
-
 	uint64_t events = c->comp_events;
 
 	round_rx(c, now);
 	bool responds = c->rx_got > 0 && uroce_eng_tx_responds(c->eng);
 
-	if (!hold)
-		do_tx(c, now);
-	else if (uroce_eng_tx_pending(c->eng) && !uroce_eng_tx_acks_only(c->eng))
-		do_tx(c, now); /* requests, READ responses: now */
-	else if (uroce_eng_tx_pending(c->eng))
+	if (hold && uroce_eng_tx_acks_only(c->eng))
 		hold_acks(c);
+	else if (!hold || uroce_eng_tx_pending(c->eng))
+		do_tx(c, now); /* requests, READ responses: now */
 	round_end(c, now);
 	uroce_ctx_spin_step(&c->spin, now, c->rx_got,
 			    !c->no_spin && (responds || c->comp_events != events));
