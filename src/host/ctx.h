@@ -156,12 +156,12 @@ static inline bool uroce_ctx_post_holds(uint64_t now, uint64_t lease_end, uint64
  * ACKs wait for the next post. When all a thread that busy-polls (it took a lease and has not
  * armed a completion channel since) and posts (its last post within UROCE_CTX_POST_RENEW_NS)
  * has to send is ACKs, they wait up to
- * UROCE_CTX_REPLY_HOLD_NS for its next post, which sends them behind what it posts; once the
- * time is up, its next poll sends them, or the progress thread. This covers the ACKs its own
- * poll rounds make and those of the progress thread receiving for it once its lease lapsed
- * (ib_write_lat watches memory for the peer's RDMA WRITE, not polling). Sent at once, an ACK
- * ran ahead of the thread's next WRITE: the peer, polling for that ACK, took it and went back
- * to watching memory, and the WRITE that came a moment later waited for the peer's lease to
+ * UROCE_CTX_REPLY_HOLD_NS after the round that made them for its next post, which sends them behind
+ * what it posts; once the time is up, its next poll sends them, or the progress thread. This covers
+ * the ACKs its own poll rounds make and those of the progress thread receiving for it once its
+ * lease lapsed (ib_write_lat watches memory for the peer's RDMA WRITE, not polling). Sent at once,
+ * an ACK ran ahead of the thread's next WRITE: the peer, polling for that ACK, took it and went
+ * back to watching memory, and the WRITE that came a moment later waited for the peer's lease to
  * lapse and its progress thread to run. Both sides settled in that pattern (RoCE v1 always,
  * RoCE v2 in some runs): ib_write_lat took 53 us over RoCE v1 at 2 vCPUs. A thread that only
  * receives (ib_send_bw's server) has no post to wait for: its ACKs go as before.
