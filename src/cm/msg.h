@@ -138,7 +138,7 @@ struct uroce_cm_req {
 	uint8_t remote_cm_resp_timeout; /* 5 bits */
 	uint8_t transport_type;		/* 2 bits, enum uroce_cm_transport */
 	uint8_t e2e_flow_control;	/* 1 bit */
-	uint32_t starting_psn;		/* 24 bits */
+	uint32_t starting_psn;		/* 24 bits: the PSN the REQ's sender receives on */
 	uint8_t local_cm_resp_timeout;	/* 5 bits */
 	uint8_t retry_count;		/* 3 bits */
 	uint16_t pkey;
@@ -177,7 +177,7 @@ struct uroce_cm_rep {
 	uint32_t local_qkey;
 	uint32_t local_qpn;	   /* 24 bits */
 	uint32_t local_eecn;	   /* 24 bits */
-	uint32_t starting_psn;	   /* 24 bits */
+	uint32_t starting_psn;	   /* 24 bits: the PSN the REP's sender receives on */
 	uint8_t responder_resources;
 	uint8_t initiator_depth;
 	uint8_t target_ack_delay;  /* 5 bits */

@@ -104,7 +104,7 @@ int cma_init_qp_attr(struct cma_id *id, struct ibv_qp_attr *a, int *mask)
 			return -EINVAL;
 		a->path_mtu = (enum ibv_mtu)id->mtu;
 		a->dest_qp_num = id->remote_qpn;
-		a->rq_psn = id->remote_psn;
+		a->rq_psn = id->rq_psn;
 		a->max_dest_rd_atomic = id->responder_resources;
 		a->min_rnr_timer = CMA_MIN_RNR_TIMER;
 		a->ah_attr.is_global = 1;
@@ -119,7 +119,7 @@ int cma_init_qp_attr(struct cma_id *id, struct ibv_qp_attr *a, int *mask)
 		return 0;
 	case IBV_QPS_RTS:
 		*mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-		a->sq_psn = id->local_psn;
+		a->sq_psn = id->sq_psn;
 		if (id->id.qp_type == IBV_QPT_UD) {
 			a->sq_psn = 0;
 			return 0;
@@ -267,7 +267,7 @@ static int connect_locked(struct cma_id *id, struct rdma_conn_param *p)
 	id->initiator_depth = (uint8_t)clamp(p->initiator_depth, id->dev->attr.max_qp_init_rd_atom);
 	id->retry_count = p->retry_count & 7;
 	id->rnr_retry_count = p->rnr_retry_count & 7;
-	id->local_psn = rand_psn();
+	id->rq_psn = rand_psn();
 	memset(&req, 0, sizeof(req));
 	req.service_id =
 		uroce_cma_service_id((uint16_t)id->id.ps, cma_sa_port(&id->id.route.addr.dst_addr));
@@ -278,7 +278,7 @@ static int connect_locked(struct cma_id *id, struct rdma_conn_param *p)
 	req.transport_type = id->id.qp_type == IBV_QPT_UC ? UROCE_CM_TRANSPORT_UC
 							  : UROCE_CM_TRANSPORT_RC;
 	req.e2e_flow_control = p->flow_control ? 1 : 0;
-	req.starting_psn = id->local_psn;
+	req.starting_psn = id->rq_psn;
 	req.local_cm_resp_timeout = CMA_CM_RESPONSE_TIMEOUT;
 	req.retry_count = id->retry_count;
 	req.pkey = 0xFFFF;
@@ -403,13 +403,13 @@ static int accept_locked(struct cma_id *id, struct rdma_conn_param *p)
 			(uint8_t)clamp(id->initiator_depth, id->dev->attr.max_qp_init_rd_atom);
 		id->rnr_retry_count = 7;
 	}
-	id->local_psn = rand_psn();
+	id->rq_psn = rand_psn();
 	err = cma_qp_to_rts(id);
 	if (err)
 		return err;
 	memset(&rep, 0, sizeof(rep));
 	rep.local_qpn = id->id.qp ? id->id.qp->qp_num : (p ? p->qp_num : 0);
-	rep.starting_psn = id->local_psn;
+	rep.starting_psn = id->rq_psn;
 	rep.responder_resources = id->responder_resources;
 	rep.initiator_depth = id->initiator_depth;
 	rep.target_ack_delay = 15;
@@ -677,7 +677,7 @@ static void on_request(struct cma_dev *d, const struct uroce_ibcm_event *ev, boo
 		if (!id->tos_set)
 			id->tos = r->primary.traffic_class;
 		id->remote_qpn = r->local_qpn;
-		id->remote_psn = r->starting_psn;
+		id->sq_psn = r->starting_psn;
 		id->mtu = r->path_mtu < d->active_mtu ? r->path_mtu : d->active_mtu;
 		/* cm_req_handler: this side's resources are the peer's, crossed. */
 		id->responder_resources = r->initiator_depth;
@@ -729,7 +729,7 @@ static void on_rep(struct cma_id *id, const struct uroce_cm_rep *r)
 	int err;
 
 	id->remote_qpn = r->local_qpn;
-	id->remote_psn = r->starting_psn;
+	id->sq_psn = r->starting_psn;
 	/* cm_rep_handler: the resources cross over. */
 	id->initiator_depth = r->responder_resources < id->initiator_depth ? r->responder_resources
 									  : id->initiator_depth;

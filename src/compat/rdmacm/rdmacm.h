@@ -97,8 +97,11 @@ struct cma_id {
 	bool on_link;	    /* the destination is a neighbour (no gateway, not this host) */
 	bool tos_set, ack_timeout_set, reuseaddr, afonly;
 	struct ibv_sa_path_rec path;
-	/* Connection parameters, as the kernel's cm_id keeps them. */
-	uint32_t local_psn, remote_psn, remote_qpn, qkey;
+	/* Connection parameters, as the kernel's cm_id keeps them. A REQ's or REP's Starting PSN is
+	 * the PSN its sender receives on (cm.c: the REQ's sets the active side's rq_psn and the
+	 * passive side's sq_psn; the REP's the other way round): rq_psn is ours, chosen here and
+	 * sent; sq_psn is the peer's, read from its message. */
+	uint32_t rq_psn, sq_psn, remote_qpn, qkey;
 	uint8_t responder_resources, initiator_depth, retry_count, rnr_retry_count;
 	/* Event accounting: destroy waits until every event handed out is acked. */
 	unsigned events_reported, events_acked;
