@@ -1,0 +1,299 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# One interop case: an unmodified rdma-core or perftest program over uroce in the host namespace
+# against the same program over Linux's kernel Soft-RoCE in the VM (vm.sh up first):
+#   case.sh UROCE CASE
+# CASE is PROGRAM-ROLE-NET[-loss]:
+#   PROGRAM  rping, rping64k (-S 65535), ucmatose, udaddy, rdmaserver (rdma_server/rdma_client),
+#            rc, uc, ud, srq (ibv_*_pingpong), ib_{write,read,send,atomic}_bw and
+#            ib_{send,write,read}_lat, each of those also with -R (rdma_cm): ib_write_bw_R, ...
+#   ROLE     us: uroce serves, the kernel is the client; ks: the kernel serves, uroce is the client
+#   NET      v4 or v6: RoCE v2 over IPv4 or IPv6 (the GID, or the rdma_cm address, of that family)
+#   loss     uroce drops 5 % of what it sends (`uroce run --faults`): uroce's requester
+#            retransmits to the kernel's responder (ks), or the kernel retransmits and uroce's
+#            responder answers the duplicates (us); the capture must show the retransmissions
+# The bridge is captured during the run. Both programs must exit 0 with their output; every packet
+# must pass the harness's independent ICRC check and scapy's, decode in tshark with no malformed
+# frame or expert warning, and every CM MAD must follow Linux's rules (cm_fields.py).
+# UROCE_IX_KEEP=DIR keeps the capture as DIR/CASE.pcap. Exits 0, 1 (fail) or 77 (skip: not root).
+set -u -o pipefail
+
+UROCE=$1 CASE=$2
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"
+ix_need
+[ -s "$IX_STATE" ] || ix_fail "the VM is not up (tests/interop/vm.sh up; state $IX_STATE missing)"
+ix_vm_running || ix_fail "the VM $IX_VM is not running (see $RXEVM_RUN/$IX_VM/serial.log)"
+# shellcheck disable=SC1090
+. "$IX_STATE"
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/uroce-ix.XXXXXX") || exit 1
+SRV_PID=
+cleanup() {
+	"$IX_HARNESS/capture.sh" stop >/dev/null 2>&1
+	# UROCE_IX_KEEP=DIR keeps each case's capture there, passed or failed.
+	[ -n "${UROCE_IX_KEEP:-}" ] && [ -f "$T/bridge.pcap" ] && cp "$T/bridge.pcap" "$UROCE_IX_KEEP/$CASE.pcap"
+	[ -n "$SRV_PID" ] && kill "$SRV_PID" 2>/dev/null
+	wait 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 143' TERM INT HUP PIPE
+
+IFS=- read -r PROG ROLE NET LOSS <<<"$CASE"
+case $ROLE in us | ks) ;; *) ix_fail "role '$ROLE': us or ks" ;; esac
+case $NET in
+v4) K_ADDR=$IX_VM4 U_ADDR=$IX_HOST4 KG=$K_GID4 UG=$U_GID4 ;;
+v6) K_ADDR=$IX_VM6 U_ADDR=$IX_HOST6 KG=$K_GID6 UG=$U_GID6 ;;
+*) ix_fail "network '$NET': v4 or v6" ;;
+esac
+FAULTS=()
+case ${LOSS:-} in
+'') ;;
+loss) FAULTS=(--faults loss=0.05,seed=7) ;;
+*) ix_fail "'$LOSS': only 'loss' may follow the network" ;;
+esac
+if [ "$ROLE" = us ]; then SADDR=$U_ADDR; else SADDR=$K_ADDR; fi
+# perftest's and the pingpongs' own TCP exchange runs over IPv4; the GID picks the RoCE network.
+if [ "$ROLE" = us ]; then SADDR4=$IX_HOST4; else SADDR4=$IX_VM4; fi
+
+# Each program as server (S) and client (C); @DEV@ and @GID@ are each side's own. WAIT: what
+# the server's readiness looks like (cm: an rdma_cm listen; tcp: its exchange port). PORT: both.
+PORT=7174 CM=1 WANT= PS=0x0106 # rdma_cm's port space: TCP (UDP 0x0111 for udaddy)
+case $PROG in
+rping | rping64k)
+	sz=()
+	[ "$PROG" = rping64k ] && sz=(-S 65535)
+	S=(rping -s -v -a "$SADDR" -p $PORT -C 10 "${sz[@]}")
+	C=(rping -c -v -a "$SADDR" -p $PORT -C 10 "${sz[@]}")
+	WAIT=cm WANT='^ping data: rdma-ping-9:'
+	;;
+ucmatose)
+	S=(ucmatose -b "$SADDR" -p $PORT -c 2 -C 10)
+	C=(ucmatose -s "$SADDR" -p $PORT -c 2 -C 10)
+	WAIT=cm WANT='^test complete'
+	;;
+udaddy)
+	S=(udaddy -b "$SADDR" -c 2 -C 10)
+	C=(udaddy -s "$SADDR" -c 2 -C 10)
+	WAIT=cm WANT='^test complete' PS=0x0111
+	;;
+rdmaserver)
+	S=(rdma_server -s "$SADDR" -p $PORT)
+	C=(rdma_client -s "$SADDR" -p $PORT)
+	WAIT=cm WANT='^rdma_client: end 0'
+	;;
+rc | uc | srq | ud)
+	CM=0 PORT=18515
+	sz=()
+	[ "$PROG" = ud ] && sz=(-s 1024) # the path MTU (1024 on a 1500-byte link)
+	S=("ibv_${PROG}_pingpong" -d @DEV@ -g @GID@ -p $PORT -n 20 "${sz[@]}")
+	C=("${S[@]}" "$SADDR4")
+	WAIT=tcp WANT=' iters in '
+	;;
+ib_*_bw | ib_*_lat | ib_*_bw_R | ib_*_lat_R)
+	CM=0 PORT=18515
+	bin=${PROG%_R}
+	case $bin in
+	ib_write_bw | ib_read_bw | ib_send_bw | ib_atomic_bw | ib_send_lat | ib_write_lat | ib_read_lat) ;;
+	*) ix_fail "unknown perftest program '$bin'" ;;
+	esac
+	iters=(-n 20)
+	case $bin in *_bw) iters=(-n 5) ;; esac
+	[ -n "${LOSS:-}" ] && iters=(-n 200)
+	if [ "$PROG" != "$bin" ]; then
+		# perftest 4.5's rdma_cm path resolves IPv4 addresses only.
+		[ "$NET" = v4 ] || ix_fail "$bin -R: perftest's rdma_cm path is IPv4 only"
+		CM=1
+		S=("$bin" -d @DEV@ -R -F -p $PORT "${iters[@]}")
+		WAIT=cm
+	else
+		S=("$bin" -d @DEV@ -x @GID@ -F -p $PORT "${iters[@]}")
+		WAIT=tcp
+	fi
+	C=("${S[@]}" "$SADDR4")
+	WANT='^ *#bytes'
+	;;
+*) ix_fail "unknown program '$PROG'" ;;
+esac
+side() { # DEV GID WORDS...: the words with @DEV@ and @GID@ filled in
+	local d=$1 g=$2
+	shift 2
+	local w
+	for w in "$@"; do
+		w=${w//@DEV@/$d}
+		printf '%s\n' "${w//@GID@/$g}"
+	done
+}
+mapfile -t KS < <(side rxe0 "$KG" "${S[@]}")
+mapfile -t KC < <(side rxe0 "$KG" "${C[@]}")
+mapfile -t US < <(side uroce_eth0 "$UG" "${S[@]}")
+mapfile -t UC < <(side uroce_eth0 "$UG" "${C[@]}")
+
+# uroce's side: a run-time directory of its own; short CM timers (a lost MAD costs 0.5 s, not 5).
+RUNDIR=$T/run
+mkdir "$RUNDIR" || exit 1
+uroce_side() { # WORDS...
+	ix_host env UROCE_RUNDIR="$RUNDIR" UROCE_CM_TIMEOUT_MS=500 UROCE_CM_RETRIES=8 \
+		timeout 120 "$UROCE" run "${FAULTS[@]}" -- "$@"
+}
+# The kernel's side, in the VM: one command string; its exit status in a file next to its log.
+q() { printf '%q ' "$@"; }
+
+# Nothing of a previous case may still run in the VM.
+PROGS='^(rping|ucmatose|udaddy|rdma_server|rdma_client|ibv_[a-z]+_pingpong|ib_[a-z]+_(bw|lat))( |$)'
+ix_vm -t 30 "$IX_VM" "pkill -f '$PROGS'; rm -f /tmp/ix.*; true" >/dev/null
+
+kernel_listens() {
+	if [ "$WAIT" = cm ]; then
+		ix_vm -t 20 "$IX_VM" 'rdma res show cm_id | grep -q "state LISTEN"'
+	else
+		ix_vm -t 20 "$IX_VM" "ss -Hltn 'sport = :$PORT' | grep -q ."
+	fi
+}
+uroce_listens() {
+	if [ "$WAIT" = cm ]; then
+		# Its claim of the rdma_cm service ID is in a membership file of the device's group.
+		grep -rqsw -- "$(printf '0x%x' $(((PS << 16) | PORT)))" "$RUNDIR/share"
+	else
+		ix_host ss -Hltn "sport = :$PORT" | grep -q .
+	fi
+}
+
+what="uroce client against the kernel's server"
+[ "$ROLE" = us ] && what="the kernel's client against uroce's server"
+[ -n "${LOSS:-}" ] && what="$what, 5 % loss on uroce's side"
+echo "=== $CASE: $what, RoCE v2 over IP$NET"
+echo "kernel: $(q "${KS[@]}") / $(q "${KC[@]}")"
+echo "uroce:  $(q "${US[@]}") / $(q "${UC[@]}")"
+"$IX_HARNESS/capture.sh" start "$T/bridge.pcap" 2>"$T/capture.err" || {
+	cat "$T/capture.err" >&2
+	ix_fail "capture.sh start failed"
+}
+
+t0=$(date +%s)
+if [ "$ROLE" = us ]; then
+	uroce_side "${US[@]}" >"$T/srv.out" 2>&1 &
+	SRV_PID=$!
+	ok=
+	for _ in $(seq 600); do
+		uroce_listens && ok=1 && break
+		kill -0 "$SRV_PID" 2>/dev/null || break
+		timeout 0.05 tail -f /dev/null
+	done
+	[ -n "$ok" ] || {
+		cat "$T/srv.out" >&2
+		ix_fail "uroce's ${US[0]} server did not listen"
+	}
+	ix_vm -t 150 "$IX_VM" "$(q "${KC[@]}")" >"$T/cli.out" 2>&1
+	cst=$?
+	n=0
+	while kill -0 "$SRV_PID" 2>/dev/null && [ $n -lt 600 ]; do
+		timeout 0.05 tail -f /dev/null
+		n=$((n + 1))
+	done
+	kill "$SRV_PID" 2>/dev/null
+	wait "$SRV_PID"
+	sst=$?
+	SRV_PID=
+else
+	ix_vm -t 30 -d "$IX_VM" "$(q "${KS[@]}") >/tmp/ix.srv 2>&1; echo \$? >/tmp/ix.rc" >/dev/null ||
+		ix_fail "VM: cannot start ${KS[0]}"
+	ok=
+	for _ in $(seq 60); do
+		kernel_listens && ok=1 && break
+		timeout 0.2 tail -f /dev/null
+	done
+	[ -n "$ok" ] || {
+		ix_vm -t 20 "$IX_VM" 'cat /tmp/ix.srv' >&2
+		ix_fail "the kernel's ${KS[0]} server did not listen"
+	}
+	uroce_side "${UC[@]}" >"$T/cli.out" 2>&1
+	cst=$?
+	sst=
+	for _ in $(seq 60); do
+		sst=$(ix_vm -t 20 "$IX_VM" 'cat /tmp/ix.rc 2>/dev/null')
+		[ -n "$sst" ] && break
+		timeout 0.5 tail -f /dev/null
+	done
+	ix_vm -t 20 "$IX_VM" 'cat /tmp/ix.srv' >"$T/srv.out" 2>&1
+	[ -n "$sst" ] || {
+		ix_vm -t 20 "$IX_VM" "pkill -f '$PROGS'; true"
+		sst=124
+	}
+fi
+secs=$(($(date +%s) - t0))
+"$IX_HARNESS/capture.sh" stop 2>/dev/null
+
+echo "--- server ($([ "$ROLE" = us ] && echo uroce || echo kernel)): status $sst"
+tail -n 8 "$T/srv.out"
+echo "--- client ($([ "$ROLE" = us ] && echo kernel || echo uroce)): status $cst"
+tail -n 8 "$T/cli.out"
+echo "--- ${secs} s"
+[ "$sst" = 0 ] || ix_fail "the server exited with $sst"
+[ "$cst" = 0 ] || ix_fail "the client exited with $cst"
+if [ -n "$WANT" ]; then
+	grep -qE "$WANT" "$T/cli.out" || ix_fail "the client's output has no line matching '$WANT'"
+fi
+! grep -qiE 'error|fail' "$T/srv.out" "$T/cli.out" || ix_fail "a side reported an error"
+
+# The capture: every packet's ICRC (the harness's checker, then scapy), tshark's decode.
+echo "--- bridge capture"
+/usr/bin/python3 "$IX_HARNESS/icrc_check.py" "$T/bridge.pcap" | tail -n 1
+[ "${PIPESTATUS[0]}" -eq 0 ] || ix_fail "rxe-vm icrc_check.py: a packet with a bad ICRC"
+enc=v2v4
+[ "$NET" = v6 ] && enc=v2v6
+mins="5 0 0"
+[ "$NET" = v6 ] && mins="0 5 0"
+# shellcheck disable=SC2086
+/usr/bin/python3 "$IX_ROOT/tests/io/scapy_icrc.py" "$T/bridge.pcap" 4791 $mins >"$T/scapy.out" 2>&1 || {
+	cat "$T/scapy.out" >&2
+	ix_fail "scapy_icrc.py rejects the capture"
+}
+tail -n 1 "$T/scapy.out"
+topt=(-n -o ip.check_checksum:TRUE -o udp.check_checksum:TRUE)
+# Payloads are the programs' own bytes: heuristic upper layers (RPC over RDMA, SMB Direct, ...)
+# misread some; the InfiniBand headers are still decoded and checked in full.
+for h in eth_over_ib fc_infiniband iser_infiniband lnet_ib rpcrdma_infiniband sdp_infiniband \
+	smb_direct_infiniband smcr_infiniband mellanox_eoib; do
+	topt+=(--disable-heuristic "$h")
+done
+# One pass for the decode: each frame's IP source (of the case's family), BTH opcode, QP, PSN.
+[ "$NET" = v4 ] && src=ip.src || src=ipv6.src
+tshark "${topt[@]}" -r "$T/bridge.pcap" -T fields -E separator='|' -e frame.number -e "$src" \
+	-e udp.dstport -e infiniband.bth.opcode -e infiniband.bth.destqp -e infiniband.bth.psn \
+	>"$T/frames" 2>"$T/tshark.err" || {
+	cat "$T/tshark.err" >&2
+	ix_fail "tshark cannot read the capture"
+}
+total=$(wc -l <"$T/frames")
+inenc=$(awk -F'|' '$2 != "" && $3 == 4791 && $4 != ""' "$T/frames" | wc -l)
+# Linux's rxe sends RoCE v2 over IPv6 with a UDP checksum of 0 (as UDP tunnels may, RFC 6935),
+# which tshark calls illegal; uroce accepts it (UDP_NO_CHECK6_RX) and sends real checksums. That
+# one finding on the kernel's frames is expected; any other finding, or any on uroce's, fails.
+bad=$(tshark "${topt[@]}" -r "$T/bridge.pcap" -Y '_ws.malformed || _ws.expert.severity >= "Warning"' \
+	-T fields -E separator='|' -e frame.number -e "$src" -e _ws.expert.message 2>/dev/null |
+	awk -F'|' -v k="$K_ADDR" '!($2 == k && $3 == "Illegal checksum value (0)")')
+echo "tshark: $total frames, $inenc InfiniBand over $enc, $(echo -n "$bad" | grep -c .) with errors or warnings"
+[ "$total" -ge 5 ] && [ "$inenc" -eq "$total" ] ||
+	ix_fail "tshark decodes $inenc of $total frames as InfiniBand over $enc"
+[ -z "$bad" ] || {
+	echo "$bad" | head -10 >&2
+	ix_fail "tshark reports malformed frames or expert warnings"
+}
+if [ "$CM" = 1 ]; then
+	/usr/bin/python3 "$HERE/cm_fields.py" --cm-timeout-ms 500 --cm-retries 8 "$T/bridge.pcap" ||
+		ix_fail "cm_fields.py: a CM field differs from Linux's rules"
+fi
+if [ -n "${LOSS:-}" ]; then
+	# Retransmissions: a request PSN (RC opcodes below 0x0d, and the atomics 0x12, 0x13) sent
+	# twice to the same QP, by uroce (ks) or by the kernel (us).
+	[ "$ROLE" = ks ] && from=$U_ADDR || from=$K_ADDR
+	again=$(awk -F'|' -v f="$from" '$2 == f && $4 != "" && ($4 < 13 || $4 == 18 || $4 == 19) {
+		print $5, $6 }' "$T/frames" | sort | uniq -d | wc -l)
+	echo "request PSNs sent more than once by $from: $again"
+	[ "$again" -gt 0 ] || ix_fail "no retransmission from $from in the capture: the loss did not bite"
+fi
+echo PASS
