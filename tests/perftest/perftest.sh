@@ -21,8 +21,9 @@
 # perftest 4.5's -R has a race of its own: after the rdma_cm handshake the server listens again
 # for the data connection while the client connects right away; a client that wins gets
 # REJECTED (IB CM reason 8, no listener; UNREACHABLE for UD's SIDR) as with the kernel's CM, and
-# perftest 4.5 then crashes in its retry loop (it reuses the CM nodes it just freed; fixed
-# upstream in perftest 3d9d8d0). That outcome, and only that one, is run again (5 attempts).
+# perftest 4.5 then fails in its retry loop (it reuses the CM ids and channel it just destroyed,
+# which uroce's librdmacm refuses, tests/rdmacm/rejected.sh; fixed upstream in perftest
+# 3d9d8d0). That outcome, and only that one, is run again (5 attempts).
 #
 # Exits 0 pass, 1 fail, 77 skip (not root, no netns/veth, perftest not installed).
 set -u -o pipefail

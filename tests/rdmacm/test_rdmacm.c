@@ -13,7 +13,10 @@
  * - synchronous ids: rdma_create_ep, rdma_get_request, rdma_accept, rdma_connect in two threads;
  * - UD (RDMA_PS_UDP): SIDR, ESTABLISHED with the peer's QPN, Q_Key and AH, one datagram;
  * - the channel fd: non-blocking read gives EAGAIN, poll reports an event; rdma_migrate_id;
- * - bad input: wrong states, oversized private data, unknown options.
+ * - bad input: wrong states, oversized private data, unknown options;
+ * - dead handles (issue 17): after a rejected connection, every call on the destroyed id and
+ *   channel, and on pointers never created, fails with EINVAL (id) or EBADF (channel) without
+ *   reading them (under ASan: no use-after-free); a channel destroyed under a live id.
  * Every wait is a bounded poll on the channel fd.
  */
 #include <arpa/inet.h>
@@ -749,12 +752,175 @@ static void test_channel_and_errors(void)
 	CHECK(strcmp(rdma_event_str(RDMA_CM_EVENT_ESTABLISHED), "RDMA_CM_EVENT_ESTABLISHED") == 0);
 }
 
+/* Every exported call that takes an id, on id (dead): -1 and EINVAL, or 0 / nothing for the
+ * calls that return a port or void; EOPNOTSUPP from the unsupported ones. dst is a freed
+ * address: it must not be read either. */
+static void check_dead_id(struct rdma_cm_id *id, struct sockaddr *dst, const char *what)
+{
+	struct ibv_qp_init_attr qa = {.qp_type = IBV_QPT_RC, .cap = {1, 1, 1, 1, 0}};
+	struct ibv_qp_init_attr_ex qx = {.qp_type = IBV_QPT_RC, .cap = {1, 1, 1, 1, 0}};
+	struct ibv_srq_init_attr sa = {.attr = {.max_wr = 1, .max_sge = 1}};
+	struct ibv_srq_init_attr_ex sx = {.attr = {.max_wr = 1, .max_sge = 1}};
+	struct rdma_cm_join_mc_attr_ex mx = {0};
+	struct ibv_qp_attr qpa = {.qp_state = IBV_QPS_INIT};
+	struct sockaddr_in any = {.sin_family = AF_INET};
+	struct rdma_conn_param cp = {0};
+	struct rdma_cm_id *got = NULL;
+	struct ibv_ece ece = {0};
+	uint8_t tos = 32;
+	int mask = 0;
+
+#define DEAD(call)                                                                                 \
+	do {                                                                                       \
+		errno = 0;                                                                         \
+		int r_ = (call);                                                                   \
+		CHECKF(r_ == -1 && errno == EINVAL, "%s: %s returned %d, errno %d (%s)", what,    \
+		       #call, r_, errno, strerror(errno));                                        \
+	} while (0)
+	DEAD(rdma_resolve_addr(id, dst, dst, 2000));
+	DEAD(rdma_resolve_addr(id, NULL, dst, 2000));
+	DEAD(rdma_bind_addr(id, (struct sockaddr *)&any));
+	DEAD(rdma_resolve_route(id, 2000));
+	DEAD(rdma_create_qp(id, NULL, &qa));
+	DEAD(rdma_create_qp_ex(id, &qx));
+	DEAD(rdma_connect(id, &cp));
+	DEAD(rdma_connect(id, NULL));
+	DEAD(rdma_listen(id, 4));
+	DEAD(rdma_accept(id, NULL));
+	DEAD(rdma_reject(id, NULL, 0));
+	DEAD(rdma_reject_ece(id, NULL, 0));
+	DEAD(rdma_notify(id, IBV_EVENT_COMM_EST));
+	DEAD(rdma_disconnect(id));
+	DEAD(rdma_establish(id));
+	DEAD(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, sizeof(tos)));
+	DEAD(rdma_init_qp_attr(id, &qpa, &mask));
+	DEAD(rdma_migrate_id(id, NULL));
+	DEAD(rdma_get_request(id, &got));
+	DEAD(rdma_create_srq(id, NULL, &sa));
+	DEAD(rdma_create_srq_ex(id, &sx));
+	DEAD(rdma_destroy_id(id));
+#undef DEAD
+	/* Not supported whatever the id (mcast.c, ece.c): they never look at it. */
+	CHECK(rdma_join_multicast(id, dst, NULL) == -1 && errno == EOPNOTSUPP);
+	CHECK(rdma_join_multicast_ex(id, &mx, NULL) == -1 && errno == EOPNOTSUPP);
+	CHECK(rdma_leave_multicast(id, dst) == -1 && errno == EOPNOTSUPP);
+	CHECK(rdma_set_local_ece(id, &ece) == -1 && errno == EOPNOTSUPP);
+	CHECK(rdma_get_remote_ece(id, &ece) == -1 && errno == EOPNOTSUPP);
+	CHECKF(rdma_get_src_port(id) == 0 && rdma_get_dst_port(id) == 0, "%s: a port", what);
+	rdma_destroy_qp(id);
+	rdma_destroy_srq(id);
+	rdma_destroy_ep(id);
+	CHECK(got == NULL);
+}
+
+/* Every exported call that takes a channel, on ch (dead): -1 and EBADF (nothing for void). live
+ * is a live id, to migrate. */
+static void check_dead_chan(struct rdma_event_channel *ch, struct rdma_cm_id *live,
+			    const char *what)
+{
+	struct rdma_cm_id *id = NULL;
+	struct rdma_cm_event *ev = NULL;
+
+	errno = 0;
+	CHECKF(rdma_get_cm_event(ch, &ev) == -1 && errno == EBADF && !ev, "%s: get_cm_event: %s",
+	       what, strerror(errno));
+	errno = 0;
+	CHECKF(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == -1 && errno == EBADF && !id,
+	       "%s: create_id: %s", what, strerror(errno));
+	errno = 0;
+	CHECKF(rdma_migrate_id(live, ch) == -1 && errno == EBADF && live->channel != ch,
+	       "%s: migrate_id: %s", what, strerror(errno));
+	rdma_destroy_event_channel(ch);
+	rdma_destroy_event_channel(ch);
+}
+
+/* free(p), and p's value to pass on as a dead pointer (never read through); kept in a volatile
+ * and the function out of line, so that gcc's -Wuse-after-free does not take passing it on for a
+ * use. */
+static __attribute__((noinline)) void *freed(void *p)
+{
+	volatile uintptr_t v = (uintptr_t)p;
+
+	free(p);
+	return (void *)v;
+}
+
+/*
+ * perftest 4.5's -R client after a rejected connection (issue 17): it destroys its ids, its
+ * channel and its addresses (rdma_cm_destroy_cma), then tries again with the same pointers.
+ * Every call must fail without reading them; ASan reports any read of the freed memory.
+ * Everything live is made first, so that malloc cannot hand a dead address to a new object
+ * before the checks.
+ */
+static void test_dead_handles(void)
+{
+	struct rdma_event_channel *lch = rdma_create_event_channel(), *cch, *zch;
+	struct rdma_cm_id *live = NULL, *c, *sync = NULL, *z = NULL;
+	struct sockaddr_in a = sin4(next_port++);
+	struct sockaddr_in *dst = malloc(sizeof(*dst));
+	struct rdma_conn_param cp = {.retry_count = 7};
+	struct rdma_cm_event *ev;
+	void *never = malloc(64); /* pointers that never were an id or a channel */
+
+	CHECK(lch && dst && never);
+	if (!lch || !dst || !never)
+		return;
+	CHECK(rdma_create_id(lch, &live, NULL, RDMA_PS_TCP) == 0);
+	CHECK(rdma_create_id(NULL, &sync, NULL, RDMA_PS_TCP) == 0);
+	*dst = a;
+
+	/* Rejected: nobody listens on the port (REJ reason 8). */
+	cch = rdma_create_event_channel();
+	c = resolved(cch, RDMA_PS_TCP, dst, NULL);
+	make_qp(c, IBV_QPT_RC);
+	CHECK(rdma_connect(c, &cp) == 0);
+	ev = expect(cch, RDMA_CM_EVENT_REJECTED);
+	if (ev) {
+		CHECKF(ev->status == 8, "status %d", ev->status);
+		rdma_ack_cm_event(ev);
+	}
+	/* rdma_cm_destroy_cma */
+	rdma_destroy_qp(c);
+	CHECK(rdma_destroy_id(c) == 0);
+	rdma_destroy_event_channel(cch);
+	dst = freed(dst);
+	CHECK(rdma_destroy_id(sync) == 0);
+	never = freed(never);
+
+	/* The retry, and every other call. */
+	check_dead_id(c, (struct sockaddr *)dst, "destroyed id");
+	check_dead_id(sync, (struct sockaddr *)dst, "destroyed synchronous id");
+	check_dead_id(never, (struct sockaddr *)dst, "id never created");
+	check_dead_id(NULL, (struct sockaddr *)dst, "NULL id");
+	check_dead_chan(cch, live, "destroyed channel");
+	check_dead_chan(never, live, "channel never created");
+	CHECK(live->channel == lch);
+
+	/* The live ones still work. */
+	CHECK(rdma_resolve_addr(live, NULL, (struct sockaddr *)&a, 2000) == 0);
+	expect_ack(lch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	CHECK(rdma_destroy_id(live) == 0);
+
+	/* A channel destroyed while an id uses it (rdma-core frees it; the kernel then destroys
+	 * its ids): closed, so calls on it fail, but the id's use of it is safe until the id goes,
+	 * which frees it (ASan: no leak, no use after free). */
+	zch = rdma_create_event_channel();
+	CHECK(zch && rdma_create_id(zch, &z, NULL, RDMA_PS_TCP) == 0);
+	rdma_destroy_event_channel(zch);
+	ev = NULL;
+	CHECK(rdma_get_cm_event(zch, &ev) == -1 && errno == EBADF && !ev);
+	CHECK(rdma_resolve_addr(z, NULL, (struct sockaddr *)&a, 2000) == 0); /* event: nobody's */
+	CHECK(rdma_destroy_id(z) == 0);
+	rdma_destroy_event_channel(lch);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1)
 		ip4 = argv[1];
 	next_port = (uint16_t)(20000 + (getpid() % 20000));
 	test_channel_and_errors();
+	test_dead_handles();
 	test_connect_data();
 	test_reject();
 	test_no_listener();

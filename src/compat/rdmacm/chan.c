@@ -12,16 +12,12 @@
 
 #include "compat/rdmacm/rdmacm.h"
 
-struct rdma_event_channel *rdma_create_event_channel(void)
-{
-	struct cma_chan *c;
-	int err = cma_init();
+static struct cma_chan *all_chans; /* every live channel (lock held) */
 
-	if (err) {
-		errno = -err;
-		return NULL;
-	}
-	c = calloc(1, sizeof(*c));
+struct cma_chan *cma_chan_new(void)
+{
+	struct cma_chan *c = calloc(1, sizeof(*c));
+
 	if (!c) {
 		errno = ENOMEM;
 		return NULL;
@@ -31,10 +27,47 @@ struct rdma_event_channel *rdma_create_event_channel(void)
 		free(c);
 		return NULL;
 	}
-	return &c->ch;
+	c->next_chan = all_chans;
+	all_chans = c;
+	return c;
 }
 
-void cma_chan_free(struct cma_chan *c)
+struct cma_chan *cma_chan_find(const struct rdma_event_channel *ch)
+{
+	for (struct cma_chan *c = all_chans; c; c = c->next_chan)
+		if (&c->ch == ch)
+			return c;
+	return NULL;
+}
+
+struct rdma_event_channel *rdma_create_event_channel(void)
+{
+	struct cma_chan *c;
+	int err = cma_init();
+
+	if (err) {
+		errno = -err;
+		return NULL;
+	}
+	pthread_mutex_lock(&cma_lock);
+	c = cma_chan_new();
+	pthread_mutex_unlock(&cma_lock);
+	return c ? &c->ch : NULL;
+}
+
+/* Off the live list: the application's calls on it fail from now on. */
+static void chan_close(struct cma_chan *c)
+{
+	for (struct cma_chan **pp = &all_chans; *pp; pp = &(*pp)->next_chan)
+		if (*pp == c) {
+			*pp = c->next_chan;
+			break;
+		}
+	c->closed = true;
+}
+
+/* Free a closed channel and its queued events, closing its fd. */
+static void chan_free(struct cma_chan *c)
 {
 	while (c->head) {
 		struct cma_event *e = c->head;
@@ -46,13 +79,37 @@ void cma_chan_free(struct cma_chan *c)
 	free(c);
 }
 
+void cma_chan_unuse(struct cma_chan *c, bool own)
+{
+	c->ids--;
+	if (own)
+		chan_close(c);
+	if (c->closed && !c->ids)
+		chan_free(c);
+}
+
+/*
+ * rdma-core closes the fd and frees the channel, whatever still uses it (the kernel then
+ * destroys the ids of that fd). Here the ids may still use it: it is closed, so the
+ * application's calls on it fail, and freed with the last of them. A dead channel (destroyed
+ * before, never created): nothing is touched; rdma-core's close(2) would fail with EBADF.
+ */
 void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 {
+	struct cma_chan *c;
+
 	if (!channel)
 		return;
 	pthread_mutex_lock(&cma_lock);
-	cma_chan_free(cma_container_of(channel, struct cma_chan, ch));
+	c = cma_chan_find(channel);
+	if (c) {
+		chan_close(c);
+		if (!c->ids)
+			chan_free(c);
+	}
 	pthread_mutex_unlock(&cma_lock);
+	if (!c)
+		errno = EBADF;
 }
 
 /* Append e to ch's queue and count it on the eventfd. */
@@ -168,30 +225,48 @@ void cma_event_move(struct cma_id *id, struct cma_chan *to)
 	}
 }
 
+/*
+ * The channel is looked up again after each wait (another thread may destroy it meanwhile): a
+ * dead one fails with EBADF, as rdma-core's read(2) on a destroyed channel's closed fd does.
+ */
 int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
 {
-	struct cma_chan *c = cma_container_of(channel, struct cma_chan, ch);
+	struct cma_chan *c;
 	struct cma_event *e;
 	uint64_t v;
+	int fd;
 
 	if (!channel || !event) {
 		errno = EINVAL;
 		return -1;
 	}
+	pthread_mutex_lock(&cma_lock);
+	c = cma_chan_find(channel);
+	fd = c ? c->ch.fd : -1;
+	pthread_mutex_unlock(&cma_lock);
+	if (!c) {
+		errno = EBADF;
+		return -1;
+	}
 	for (;;) {
-		if (read(c->ch.fd, &v, sizeof(v)) < 0) {
+		if (read(fd, &v, sizeof(v)) < 0) {
 			if (errno == EINTR)
 				continue;
 			return -1; /* EAGAIN on a non-blocking channel */
 		}
 		pthread_mutex_lock(&cma_lock);
-		e = c->head;
+		c = cma_chan_find(channel);
+		e = c ? c->head : NULL;
 		if (e) {
 			c->head = e->next;
 			if (!c->head)
 				c->tail = NULL;
 		}
 		pthread_mutex_unlock(&cma_lock);
+		if (!c) {
+			errno = EBADF;
+			return -1;
+		}
 		if (e)
 			break;
 		/* The count of a withdrawn event (destroyed or migrated id): read again, or tell
@@ -202,22 +277,22 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
 	return 0;
 }
 
+void cma_event_ack(struct cma_event *e)
+{
+	e->owner->events_acked++;
+	pthread_cond_broadcast(&e->owner->acked);
+	free(e);
+}
+
 int rdma_ack_cm_event(struct rdma_cm_event *event)
 {
-	struct cma_event *e;
-	struct cma_id *id;
-
 	if (!event) {
 		errno = EINVAL;
 		return -1;
 	}
-	e = cma_container_of(event, struct cma_event, ev);
-	id = e->owner;
 	pthread_mutex_lock(&cma_lock);
-	id->events_acked++;
-	pthread_cond_broadcast(&id->acked);
+	cma_event_ack(cma_container_of(event, struct cma_event, ev));
 	pthread_mutex_unlock(&cma_lock);
-	free(e);
 	return 0;
 }
 

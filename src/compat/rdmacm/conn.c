@@ -177,12 +177,12 @@ int cma_qp_to_err(struct cma_id *id)
 
 int rdma_init_qp_attr(struct rdma_cm_id *cid, struct ibv_qp_attr *qp_attr, int *qp_attr_mask)
 {
+	struct cma_id *id;
 	int err;
 
-	if (!cid || !qp_attr || !qp_attr_mask)
-		return cma_err(-EINVAL);
 	pthread_mutex_lock(&cma_lock);
-	err = cma_init_qp_attr(cma_id_of(cid), qp_attr, qp_attr_mask);
+	id = cma_id_find(cid);
+	err = id && qp_attr && qp_attr_mask ? cma_init_qp_attr(id, qp_attr, qp_attr_mask) : -EINVAL;
 	pthread_mutex_unlock(&cma_lock);
 	return cma_err(err);
 }
@@ -313,10 +313,12 @@ int rdma_connect(struct rdma_cm_id *cid, struct rdma_conn_param *conn_param)
 	struct cma_id *id;
 	int err;
 
-	if (!cid)
-		return cma_err(-EINVAL);
-	id = cma_id_of(cid);
 	pthread_mutex_lock(&cma_lock);
+	id = cma_id_find(cid);
+	if (!id) {
+		pthread_mutex_unlock(&cma_lock);
+		return cma_err(-EINVAL);
+	}
 	err = connect_locked(id, conn_param);
 	pthread_mutex_unlock(&cma_lock);
 	cma_kick();
@@ -330,11 +332,9 @@ int rdma_establish(struct rdma_cm_id *cid)
 	struct cma_id *id;
 	int err = -EINVAL;
 
-	if (!cid)
-		return cma_err(-EINVAL);
-	id = cma_id_of(cid);
 	pthread_mutex_lock(&cma_lock);
-	if (id->conn && uroce_ibcm_conn_state(id->conn) == UROCE_IBCM_REP_RCVD) {
+	id = cma_id_find(cid);
+	if (id && id->conn && uroce_ibcm_conn_state(id->conn) == UROCE_IBCM_REP_RCVD) {
 		err = uroce_ibcm_send_rtu(id->conn, NULL, 0, cma_now());
 		if (!err) {
 			id->state = CMA_ESTABLISHED;
@@ -428,10 +428,12 @@ int rdma_accept(struct rdma_cm_id *cid, struct rdma_conn_param *conn_param)
 	bool wait;
 	int err;
 
-	if (!cid)
-		return cma_err(-EINVAL);
-	id = cma_id_of(cid);
 	pthread_mutex_lock(&cma_lock);
+	id = cma_id_find(cid);
+	if (!id) {
+		pthread_mutex_unlock(&cma_lock);
+		return cma_err(-EINVAL);
+	}
 	err = accept_locked(id, conn_param);
 	wait = id->sync && id->id.qp_type != IBV_QPT_UD;
 	pthread_mutex_unlock(&cma_lock);
@@ -471,14 +473,17 @@ static int reject_locked(struct cma_id *id, const void *pdata, uint8_t len)
 
 int rdma_reject(struct rdma_cm_id *cid, const void *private_data, uint8_t private_data_len)
 {
+	struct cma_id *id;
 	int err;
 
-	if (!cid || (private_data_len && !private_data))
-		return cma_err(-EINVAL);
 	pthread_mutex_lock(&cma_lock);
-	err = reject_locked(cma_id_of(cid), private_data, private_data_len);
-	if (!err && cma_id_of(cid)->dev)
-		cma_dev_flush(cma_id_of(cid)->dev);
+	id = cma_id_find(cid);
+	if (!id || (private_data_len && !private_data))
+		err = -EINVAL;
+	else
+		err = reject_locked(id, private_data, private_data_len);
+	if (!err && id->dev)
+		cma_dev_flush(id->dev);
 	pthread_mutex_unlock(&cma_lock);
 	cma_kick();
 	return cma_err(err);
@@ -494,13 +499,11 @@ int rdma_notify(struct rdma_cm_id *cid, enum ibv_event_type event)
 	struct cma_id *id;
 	int err = 0;
 
-	if (!cid)
-		return cma_err(-EINVAL);
-	id = cma_id_of(cid);
-	if (event != IBV_EVENT_COMM_EST)
-		return cma_err(-EINVAL);
 	pthread_mutex_lock(&cma_lock);
-	if (id->conn)
+	id = cma_id_find(cid);
+	if (!id || event != IBV_EVENT_COMM_EST)
+		err = -EINVAL;
+	else if (id->conn)
 		err = uroce_ibcm_establish(id->conn);
 	pthread_mutex_unlock(&cma_lock);
 	return cma_err(err);
@@ -512,10 +515,12 @@ int rdma_disconnect(struct rdma_cm_id *cid)
 	struct uroce_ibcm_timing t;
 	int err = 0;
 
-	if (!cid)
-		return cma_err(-EINVAL);
-	id = cma_id_of(cid);
 	pthread_mutex_lock(&cma_lock);
+	id = cma_id_find(cid);
+	if (!id) {
+		pthread_mutex_unlock(&cma_lock);
+		return cma_err(-EINVAL);
+	}
 	cma_qp_to_err(id);
 	if (!id->conn) {
 		err = id->state == CMA_DISCONNECT || id->state == CMA_ESTABLISHED ? 0 : -EINVAL;

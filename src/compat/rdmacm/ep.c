@@ -68,7 +68,7 @@ int rdma_create_qp_ex(struct rdma_cm_id *cid, struct ibv_qp_init_attr_ex *attr)
 	bool made_cqs = false;
 	int err;
 
-	if (!cid || !attr || !cid->verbs || cid->qp)
+	if (cma_id_check(cid) || !attr || !cid->verbs || cid->qp)
 		return cma_err(-EINVAL);
 	if (attr->comp_mask & ~(uint32_t)IBV_QP_INIT_ATTR_PD)
 		return cma_err(-EOPNOTSUPP);
@@ -145,7 +145,7 @@ void rdma_destroy_qp(struct rdma_cm_id *cid)
 {
 	struct cma_id *id = cma_id_of(cid);
 
-	if (!cid || !cid->qp)
+	if (cma_id_check(cid) || !cid->qp)
 		return;
 	ibv_destroy_qp(cid->qp);
 	cid->qp = NULL;
@@ -161,7 +161,7 @@ int rdma_create_srq_ex(struct rdma_cm_id *cid, struct ibv_srq_init_attr_ex *attr
 	struct ibv_pd *pd;
 	int err;
 
-	if (!cid || !attr || !cid->verbs)
+	if (cma_id_check(cid) || !attr || !cid->verbs)
 		return cma_err(-EINVAL);
 	if (attr->srq_type != IBV_SRQT_BASIC && (attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE))
 		return cma_err(-EOPNOTSUPP);
@@ -204,7 +204,7 @@ int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_srq_ini
 
 void rdma_destroy_srq(struct rdma_cm_id *id)
 {
-	if (!id || !id->srq)
+	if (cma_id_check(id) || !id->srq)
 		return;
 	ibv_destroy_srq(id->srq);
 	id->srq = NULL;
@@ -214,12 +214,14 @@ int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id)
 {
 	struct cma_id *l;
 	struct rdma_cm_event *ev;
+	bool sync;
 	int err;
 
-	if (!listen || !id)
-		return cma_err(-EINVAL);
-	l = cma_id_of(listen);
-	if (!l->sync)
+	pthread_mutex_lock(&cma_lock);
+	l = cma_id_find(listen);
+	sync = l && l->sync;
+	pthread_mutex_unlock(&cma_lock);
+	if (!sync || !id)
 		return cma_err(-EINVAL);
 	if (listen->event) {
 		rdma_ack_cm_event(listen->event);
@@ -321,7 +323,7 @@ void rdma_destroy_ep(struct rdma_cm_id *id)
 {
 	struct cma_id *c;
 
-	if (!id)
+	if (cma_id_check(id))
 		return;
 	c = cma_id_of(id);
 	if (id->qp)

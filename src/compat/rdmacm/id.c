@@ -25,6 +25,24 @@ struct cma_id *cma_all_ids(void)
 	return all_ids;
 }
 
+struct cma_id *cma_id_find(const struct rdma_cm_id *cid)
+{
+	for (struct cma_id *i = all_ids; i; i = i->next_id)
+		if (&i->id == cid)
+			return i;
+	return NULL;
+}
+
+int cma_id_check(const struct rdma_cm_id *cid)
+{
+	bool live;
+
+	pthread_mutex_lock(&cma_lock);
+	live = cma_id_find(cid) != NULL;
+	pthread_mutex_unlock(&cma_lock);
+	return live ? 0 : -EINVAL;
+}
+
 /*
  * Whether another id owns port. Passive ids never do, even once their listener is gone: the
  * kernel puts only bound, resolved and listening ids on a port's bind list, so a server may
@@ -77,16 +95,17 @@ int cma_steer_update(void)
 	return err;
 }
 
-static int id_alloc(struct rdma_event_channel *channel, void *context, enum rdma_port_space ps,
+/* A new id on chan, or on a channel of its own (synchronous) when chan is NULL. Lock held. */
+static int id_alloc(struct cma_chan *chan, void *context, enum rdma_port_space ps,
 		    enum ibv_qp_type qp_type, struct cma_id **out)
 {
 	struct cma_id *id = calloc(1, sizeof(*id));
 
 	if (!id)
 		return -ENOMEM;
-	if (!channel) {
-		channel = rdma_create_event_channel();
-		if (!channel) {
+	if (!chan) {
+		chan = cma_chan_new();
+		if (!chan) {
 			int err = errno ? -errno : -ENOMEM; /* never 0: the caller reads *out */
 
 			free(id);
@@ -94,9 +113,9 @@ static int id_alloc(struct rdma_event_channel *channel, void *context, enum rdma
 		}
 		id->sync = true;
 	}
-	id->chan = cma_container_of(channel, struct cma_chan, ch);
+	id->chan = chan;
 	id->chan->ids++;
-	id->id.channel = channel;
+	id->id.channel = &chan->ch;
 	id->id.context = context;
 	id->id.ps = ps;
 	id->id.qp_type = qp_type;
@@ -113,7 +132,7 @@ static int id_alloc(struct rdma_event_channel *channel, void *context, enum rdma
 int cma_id_new_passive(struct cma_id *listen, struct cma_id **out)
 {
 	struct cma_id *id = NULL;
-	int err = id_alloc(listen->sync ? NULL : listen->id.channel, listen->id.context,
+	int err = id_alloc(listen->sync ? NULL : listen->chan, listen->id.context,
 			   listen->id.ps, listen->id.qp_type, &id);
 
 	if (err)
@@ -134,6 +153,7 @@ int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, v
 {
 	enum ibv_qp_type t;
 	struct cma_id *c = NULL;
+	struct cma_chan *ch;
 	int err;
 
 	if (!id)
@@ -154,7 +174,11 @@ int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, v
 	if (err)
 		return cma_err(err);
 	pthread_mutex_lock(&cma_lock);
-	err = id_alloc(channel, context, ps, t, &c);
+	ch = channel ? cma_chan_find(channel) : NULL;
+	if (channel && !ch)
+		err = -EBADF; /* a dead channel: rdma-core's write(2) on its closed fd */
+	else
+		err = id_alloc(ch, context, ps, t, &c);
 	pthread_mutex_unlock(&cma_lock);
 	if (err)
 		return cma_err(err);
@@ -187,9 +211,7 @@ static void unlink_id(struct cma_id *id)
 static void id_free(struct cma_id *id)
 {
 	unlink_id(id);
-	id->chan->ids--;
-	if (id->sync)
-		cma_chan_free(id->chan);
+	cma_chan_unuse(id->chan, id->sync);
 	pthread_cond_destroy(&id->acked);
 	free(id);
 }
@@ -206,14 +228,16 @@ int rdma_destroy_id(struct rdma_cm_id *cid)
 	struct cma_id *id;
 	bool listening;
 
-	if (!cid)
+	pthread_mutex_lock(&cma_lock);
+	id = cma_id_find(cid);
+	if (!id) {
+		pthread_mutex_unlock(&cma_lock);
 		return cma_err(-EINVAL);
-	id = cma_id_of(cid);
+	}
 	if (id->sync && cid->event) {
-		rdma_ack_cm_event(cid->event);
+		cma_event_ack(cma_container_of(cid->event, struct cma_event, ev));
 		cid->event = NULL;
 	}
-	pthread_mutex_lock(&cma_lock);
 	id->destroying = true;
 	if (id->conn) {
 		cma_id_drop_conn(id);
@@ -284,12 +308,12 @@ static int bind_locked(struct cma_id *id, const struct sockaddr *src)
 
 int rdma_bind_addr(struct rdma_cm_id *cid, struct sockaddr *addr)
 {
+	struct cma_id *id;
 	int err;
 
-	if (!cid || !addr)
-		return cma_err(-EINVAL);
 	pthread_mutex_lock(&cma_lock);
-	err = bind_locked(cma_id_of(cid), addr);
+	id = cma_id_find(cid);
+	err = id && addr ? bind_locked(id, addr) : -EINVAL;
 	pthread_mutex_unlock(&cma_lock);
 	return cma_err(err);
 }
@@ -390,11 +414,9 @@ int rdma_resolve_addr(struct rdma_cm_id *cid, struct sockaddr *src_addr, struct 
 	int ifindex = 0, err;
 	bool on_link = false;
 
-	if (!cid || !dst_addr)
-		return cma_err(-EINVAL);
-	id = cma_id_of(cid);
 	pthread_mutex_lock(&cma_lock);
-	if (id->state != CMA_IDLE && id->state != CMA_ADDR_BOUND) {
+	id = cma_id_find(cid); /* before the addresses: perftest passes freed ones with a dead id */
+	if (!id || !dst_addr || (id->state != CMA_IDLE && id->state != CMA_ADDR_BOUND)) {
 		pthread_mutex_unlock(&cma_lock);
 		return cma_err(-EINVAL);
 	}
@@ -456,11 +478,9 @@ int rdma_resolve_route(struct rdma_cm_id *cid, int timeout_ms)
 	int err;
 
 	(void)timeout_ms;
-	if (!cid)
-		return cma_err(-EINVAL);
-	id = cma_id_of(cid);
 	pthread_mutex_lock(&cma_lock);
-	if (id->state != CMA_ADDR_RESOLVED) {
+	id = cma_id_find(cid);
+	if (!id || id->state != CMA_ADDR_RESOLVED) {
 		pthread_mutex_unlock(&cma_lock);
 		return cma_err(-EINVAL);
 	}
@@ -480,10 +500,12 @@ int rdma_listen(struct rdma_cm_id *cid, int backlog)
 	struct cma_id *id;
 	int err;
 
-	if (!cid)
-		return cma_err(-EINVAL);
-	id = cma_id_of(cid);
 	pthread_mutex_lock(&cma_lock);
+	id = cma_id_find(cid);
+	if (!id) {
+		err = -EINVAL;
+		goto out;
+	}
 	if (id->state == CMA_IDLE) {
 		struct sockaddr_in any = {.sin_family = AF_INET};
 
@@ -511,12 +533,14 @@ int rdma_set_option(struct rdma_cm_id *cid, int level, int optname, void *optval
 {
 	struct cma_id *id;
 
-	if (!cid || !optval)
-		return cma_err(-EINVAL);
-	id = cma_id_of(cid);
-	if (level != RDMA_OPTION_ID)
-		return cma_err(level == RDMA_OPTION_IB ? -ENOSYS : -EINVAL);
 	pthread_mutex_lock(&cma_lock);
+	id = cma_id_find(cid);
+	if (!id || !optval)
+		goto inval;
+	if (level != RDMA_OPTION_ID) {
+		pthread_mutex_unlock(&cma_lock);
+		return cma_err(level == RDMA_OPTION_IB ? -ENOSYS : -EINVAL);
+	}
 	switch (optname) {
 	case RDMA_OPTION_ID_TOS:
 		if (optlen != sizeof(uint8_t))
@@ -551,42 +575,43 @@ inval:
 	return cma_err(-EINVAL);
 }
 
+/* A dead id has no port: 0, what rdma-core's ucma_get_port gives an address it does not know. */
 uint16_t rdma_get_src_port(struct rdma_cm_id *id)
 {
-	return htons(cma_sa_port(&id->route.addr.src_addr));
+	return cma_id_check(id) ? 0 : htons(cma_sa_port(&id->route.addr.src_addr));
 }
 
 uint16_t rdma_get_dst_port(struct rdma_cm_id *id)
 {
-	return htons(cma_sa_port(&id->route.addr.dst_addr));
+	return cma_id_check(id) ? 0 : htons(cma_sa_port(&id->route.addr.dst_addr));
 }
 
+/* A dead id: EINVAL; a dead channel: EBADF (rdma-core writes to its closed fd). */
 int rdma_migrate_id(struct rdma_cm_id *cid, struct rdma_event_channel *channel)
 {
 	struct cma_id *id;
 	struct cma_chan *to, *from;
-	bool sync = false;
+	int err = 0;
 
-	if (!cid)
-		return cma_err(-EINVAL);
-	id = cma_id_of(cid);
-	if (!channel) {
-		channel = rdma_create_event_channel();
-		if (!channel)
-			return -1;
-		sync = true;
-	}
-	to = cma_container_of(channel, struct cma_chan, ch);
 	pthread_mutex_lock(&cma_lock);
+	id = cma_id_find(cid);
+	if (!id) {
+		err = -EINVAL;
+		goto out;
+	}
+	to = channel ? cma_chan_find(channel) : cma_chan_new();
+	if (!to) {
+		err = channel ? -EBADF : (errno ? -errno : -ENOMEM);
+		goto out;
+	}
 	from = id->chan;
 	cma_event_move(id, to);
-	from->ids--;
 	to->ids++;
-	if (id->sync)
-		cma_chan_free(from); /* its own: nobody else holds it */
+	cma_chan_unuse(from, id->sync); /* a synchronous id's own channel goes */
 	id->chan = to;
-	id->sync = sync;
-	cid->channel = channel;
+	id->sync = !channel;
+	cid->channel = &to->ch;
+out:
 	pthread_mutex_unlock(&cma_lock);
-	return 0;
+	return cma_err(err);
 }

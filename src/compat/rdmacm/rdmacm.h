@@ -19,6 +19,15 @@
  *
  * Errors: internal functions return 0 or a negative errno; the exported calls return -1 with
  * errno set (or NULL), as rdma-core does.
+ *
+ * Dead handles: every exported call that takes a struct rdma_cm_id * or struct
+ * rdma_event_channel * first looks it up among the live ones (cma_id_find, cma_chan_find: a
+ * pointer comparison under cma_lock, nothing read through the caller's pointer) and fails on one
+ * that was destroyed or never created: -1 with errno EINVAL for an id, EBADF for a channel (void
+ * calls just return). The multicast and ECE calls, which fail with EOPNOTSUPP whatever the id,
+ * never look at it. perftest 4.5's -R client retries with the ids and channel it has just
+ * destroyed (issue 17). The look-up cannot tell a destroyed id from a new one that malloc put at
+ * the same address, as the kernel's handles can be reused; it keeps us from reading freed memory.
  */
 #ifndef UROCE_RDMACM_RDMACM_H
 #define UROCE_RDMACM_RDMACM_H
@@ -45,7 +54,11 @@ struct cma_event {
 struct cma_chan {
 	struct rdma_event_channel ch; /* ch.fd: eventfd (EFD_SEMAPHORE) */
 	struct cma_event *head, *tail;
-	unsigned ids; /* ids using it: destroy fails with EBUSY while > 0 */
+	unsigned ids; /* ids using it */
+	/* Destroyed (rdma_destroy_event_channel, or its synchronous id gone) while ids still use it:
+	 * off the live list, so the application's calls on it fail, and freed with the last id. */
+	bool closed;
+	struct cma_chan *next_chan; /* every live channel (chan.c all_chans) */
 };
 
 enum cma_state {
@@ -144,9 +157,16 @@ int cma_event_post(struct cma_id *id, struct cma_id *listen, enum rdma_cm_event_
 void cma_event_forget(struct cma_id *id);
 /* Requeue id's queued events from its channel onto to, in order (rdma_migrate_id; lock held). */
 void cma_event_move(struct cma_id *id, struct cma_chan *to);
-/* Free a channel and its queued events, closing its fd (lock held, or a channel nobody else can
- * reach). */
-void cma_chan_free(struct cma_chan *c);
+/* A new channel, on the live list (lock held). NULL with errno set. */
+struct cma_chan *cma_chan_new(void);
+/* The live channel behind ch, or NULL (destroyed, never created, NULL): compares pointers only
+ * (lock held). */
+struct cma_chan *cma_chan_find(const struct rdma_event_channel *ch);
+/* An id stops using c (lock held): own says c was the id's alone (a synchronous id's). c, its
+ * queued events and its fd go when it is closed, or own, and no id uses it any more. */
+void cma_chan_unuse(struct cma_chan *c, bool own);
+/* Ack e (lock held): rdma_ack_cm_event's work. */
+void cma_event_ack(struct cma_event *e);
 /* Synchronous ids: wait for the next event of id's private channel and keep it in id->event
  * (acking the previous one). Returns 0, or -errno from the event's status / the wait. */
 int cma_sync_wait(struct cma_id *id);
@@ -163,6 +183,11 @@ int cma_init_qp_attr(struct cma_id *id, struct ibv_qp_attr *a, int *mask);
 
 /* id.c */
 struct cma_id *cma_all_ids(void); /* every live id, linked by next_id (lock held) */
+/* The live id behind cid, or NULL (destroyed, never created, NULL): compares cid with the ids
+ * on the live list, reads nothing through it (lock held). */
+struct cma_id *cma_id_find(const struct rdma_cm_id *cid);
+/* cma_id_find for calls that do not otherwise take the lock: 0, or -EINVAL for a dead id. */
+int cma_id_check(const struct rdma_cm_id *cid);
 /* Give up id's IB CM connection (ib_destroy_cm_id: the CM sends what its state calls for) and
  * its last-will DREQ. Lock held. */
 void cma_id_drop_conn(struct cma_id *id);
