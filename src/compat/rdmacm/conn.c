@@ -20,7 +20,7 @@
 #define CMA_CM_MRA_TIMEOUT	24
 #define CMA_ACK_TIMEOUT		19 /* what Linux puts in a RoCE REQ (the captures) */
 #define CMA_MIN_RNR_TIMER	12 /* 0.64 ms */
-#define CMA_IBOE_PKT_RATE	3  /* IB_RATE_10_GBPS */
+#define CMA_IBOE_PKT_RATE	0  /* IB_RATE_PORT_CURRENT (cma_resolve_iboe_route) */
 #define IB_SIDR_SUCCESS		0
 #define IB_SIDR_UNSUPPORTED	1
 #define IB_SIDR_REJECT		2
