@@ -211,6 +211,26 @@ static int cma_hdr_of(const struct cma_id *id, uint8_t *p)
 	return uroce_cma_hdr_encode(p, UROCE_CMA_HDR_LEN, &h);
 }
 
+/*
+ * cma_get_roce_udp_flow_label: a RoCE v2 path's flow label is the IPv6 source's own, else
+ * (source port * 31 + destination port) in 20 bits; RoCE v1 paths have none. A Linux passive
+ * side takes it into its QP's address vector (NICs derive the UDP source port from it).
+ */
+static uint32_t cma_flow_label(const struct cma_id *id)
+{
+	const struct sockaddr *s = &id->id.route.addr.src_addr;
+	uint32_t fl = 0;
+
+	if (id->gid_type != IBV_GID_TYPE_ROCE_V2)
+		return 0;
+	if (s->sa_family == AF_INET6)
+		fl = ntohl(((const struct sockaddr_in6 *)(const void *)s)->sin6_flowinfo) & 0xFFFFFu;
+	if (!fl)
+		fl = ((uint32_t)cma_sa_port(s) * 31 + cma_sa_port(&id->id.route.addr.dst_addr)) &
+		     0xFFFFFu;
+	return fl;
+}
+
 static int connect_ud(struct cma_id *id, struct rdma_conn_param *p)
 {
 	struct uroce_cm_sidr_req req;
@@ -291,6 +311,7 @@ static int connect_locked(struct cma_id *id, struct rdma_conn_param *p)
 	req.primary.remote_lid = id->hop_limit > 1 ? 0xFFFF : 0;
 	memcpy(req.primary.local_gid, id->sgid, 16);
 	memcpy(req.primary.remote_gid, id->dgid, 16);
+	req.primary.flow_label = cma_flow_label(id);
 	req.primary.packet_rate = CMA_IBOE_PKT_RATE;
 	req.primary.traffic_class = id->tos;
 	req.primary.hop_limit = id->hop_limit;
