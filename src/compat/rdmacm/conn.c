@@ -401,6 +401,7 @@ static int accept_locked(struct cma_id *id, struct rdma_conn_param *p)
 {
 	struct uroce_cm_rep rep;
 	struct uroce_ibcm_timing t;
+	uint8_t rep_rnr_retry = 7;
 	int err;
 
 	if (!id->conn || id->state != CMA_CONNECT || !id->listener)
@@ -415,15 +416,17 @@ static int accept_locked(struct cma_id *id, struct rdma_conn_param *p)
 			(uint8_t)clamp(p->responder_resources, id->dev->attr.max_qp_rd_atom);
 		id->initiator_depth =
 			(uint8_t)clamp(p->initiator_depth, id->dev->attr.max_qp_init_rd_atom);
-		id->rnr_retry_count = p->rnr_retry_count & 7;
+		rep_rnr_retry = p->rnr_retry_count & 7;
 	} else {
 		/* rdma-core's defaults: what the peer asked, within the device's limits. */
 		id->responder_resources =
 			(uint8_t)clamp(id->responder_resources, id->dev->attr.max_qp_rd_atom);
 		id->initiator_depth =
 			(uint8_t)clamp(id->initiator_depth, id->dev->attr.max_qp_init_rd_atom);
-		id->rnr_retry_count = 7;
 	}
+	/* The RNR retry count a REQ or REP carries is how often its sender's peer resends after
+	 * an RNR NAK from the sender: this QP keeps the REQ's (cm_req_handler), the REP asks the
+	 * active side's QP for ours. */
 	id->rq_psn = rand_psn();
 	err = cma_qp_to_rts(id);
 	if (err)
@@ -435,7 +438,7 @@ static int accept_locked(struct cma_id *id, struct rdma_conn_param *p)
 	rep.initiator_depth = id->initiator_depth;
 	rep.target_ack_delay = 15;
 	rep.e2e_flow_control = p && p->flow_control ? 1 : 0;
-	rep.rnr_retry_count = id->rnr_retry_count;
+	rep.rnr_retry_count = rep_rnr_retry;
 	rep.srq = (id->id.qp ? id->id.qp->srq != NULL : (p && p->srq)) ? 1 : 0;
 	if (p && p->private_data_len)
 		memcpy(rep.private_data, p->private_data, p->private_data_len);
@@ -751,6 +754,7 @@ static void on_rep(struct cma_id *id, const struct uroce_cm_rep *r)
 
 	id->remote_qpn = r->local_qpn;
 	id->sq_psn = r->starting_psn;
+	id->rnr_retry_count = r->rnr_retry_count; /* cm_rep_handler: the QP retries as asked */
 	/* cm_rep_handler: the resources cross over. */
 	id->initiator_depth = r->responder_resources < id->initiator_depth ? r->responder_resources
 									  : id->initiator_depth;
