@@ -520,7 +520,11 @@ class Checker:
                          (f["local_comm_id"], f["remote_comm_id"]))
                 continue
             req, rep = c["req"], c["rep"]
-            from_active = m.fr["sgid"] == c["active"]
+            # The sender by comm ID: on one device (loopback) both ends have the same GID.
+            if c["active"] != c["passive"]:
+                from_active = m.fr["sgid"] == c["active"]
+            else:
+                from_active = f["local_comm_id"] == req.f["local_comm_id"]
             if n in ("REP", "MRA", "REJ") and not from_active and (
                     n != "MRA" or m.f["msg_mraed"] == 0) and (
                     n != "REJ" or m.f["msg_rejected"] == 0):
