@@ -28,6 +28,13 @@ ENC=${CASE#*-}
 ENC=${ENC%%-*}
 # Short CM timeouts: nothing here should need a retry, and a failure must not take 100 s.
 export UROCE_CM_TIMEOUT_MS=500 UROCE_CM_RETRIES=4
+# Every CM field of both captures against Linux's rules (docs/cm-fields.md), with the REQ's
+# max CM retries that UROCE_CM_RETRIES sets.
+CM_FIELDS=(/usr/bin/python3 "$(dirname "$0")/../interop/cm_fields.py" --cm-retries 4)
+cm_fields() {
+	echo "--- cm_fields.py $*"
+	"${CM_FIELDS[@]}" "$@" || fail "CM fields differ from Linux's (docs/cm-fields.md)"
+}
 
 SRV=b CLI=a ADDR=$B4 CAPENC=$ENC
 case $ENC in
@@ -123,6 +130,7 @@ if [ "$PROG" = noport ]; then
 	tshark -n -r "$T/cli.pcap" -Y 'infiniband.mad.attributeid == 0x0012' -T fields \
 		-e infiniband.cm.rej.reason 2>/dev/null | grep -xE "8|0x0*8" >/dev/null ||
 		fail "tshark finds no ConnectReject with reason 8 in the capture"
+	cm_fields "$T/cli.pcap"
 	echo PASS
 	exit 0
 fi
@@ -165,4 +173,5 @@ for side in srv cli; do
 		echo "$seen" | grep -qi "$id" || fail "$side.pcap: no $a ($id) decoded by tshark"
 	done
 done
+cm_fields "$T/srv.pcap" "$T/cli.pcap"
 echo PASS

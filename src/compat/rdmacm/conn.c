@@ -20,7 +20,7 @@
 #define CMA_CM_MRA_TIMEOUT	24
 #define CMA_ACK_TIMEOUT		19 /* what Linux puts in a RoCE REQ (the captures) */
 #define CMA_MIN_RNR_TIMER	12 /* 0.64 ms */
-#define CMA_IBOE_PKT_RATE	3  /* IB_RATE_10_GBPS */
+#define CMA_IBOE_PKT_RATE	0  /* IB_RATE_PORT_CURRENT (cma_resolve_iboe_route) */
 #define IB_SIDR_SUCCESS		0
 #define IB_SIDR_UNSUPPORTED	1
 #define IB_SIDR_REJECT		2
@@ -211,6 +211,26 @@ static int cma_hdr_of(const struct cma_id *id, uint8_t *p)
 	return uroce_cma_hdr_encode(p, UROCE_CMA_HDR_LEN, &h);
 }
 
+/*
+ * cma_get_roce_udp_flow_label: a RoCE v2 path's flow label is the IPv6 source's own, else
+ * (source port * 31 + destination port) in 20 bits; RoCE v1 paths have none. A Linux passive
+ * side takes it into its QP's address vector (NICs derive the UDP source port from it).
+ */
+static uint32_t cma_flow_label(const struct cma_id *id)
+{
+	const struct sockaddr *s = &id->id.route.addr.src_addr;
+	uint32_t fl = 0;
+
+	if (id->gid_type != IBV_GID_TYPE_ROCE_V2)
+		return 0;
+	if (s->sa_family == AF_INET6)
+		fl = ntohl(((const struct sockaddr_in6 *)(const void *)s)->sin6_flowinfo) & 0xFFFFFu;
+	if (!fl)
+		fl = ((uint32_t)cma_sa_port(s) * 31 + cma_sa_port(&id->id.route.addr.dst_addr)) &
+		     0xFFFFFu;
+	return fl;
+}
+
 static int connect_ud(struct cma_id *id, struct rdma_conn_param *p)
 {
 	struct uroce_cm_sidr_req req;
@@ -291,6 +311,7 @@ static int connect_locked(struct cma_id *id, struct rdma_conn_param *p)
 	req.primary.remote_lid = id->hop_limit > 1 ? 0xFFFF : 0;
 	memcpy(req.primary.local_gid, id->sgid, 16);
 	memcpy(req.primary.remote_gid, id->dgid, 16);
+	req.primary.flow_label = cma_flow_label(id);
 	req.primary.packet_rate = CMA_IBOE_PKT_RATE;
 	req.primary.traffic_class = id->tos;
 	req.primary.hop_limit = id->hop_limit;
@@ -380,6 +401,7 @@ static int accept_locked(struct cma_id *id, struct rdma_conn_param *p)
 {
 	struct uroce_cm_rep rep;
 	struct uroce_ibcm_timing t;
+	uint8_t rep_rnr_retry = 7;
 	int err;
 
 	if (!id->conn || id->state != CMA_CONNECT || !id->listener)
@@ -394,15 +416,17 @@ static int accept_locked(struct cma_id *id, struct rdma_conn_param *p)
 			(uint8_t)clamp(p->responder_resources, id->dev->attr.max_qp_rd_atom);
 		id->initiator_depth =
 			(uint8_t)clamp(p->initiator_depth, id->dev->attr.max_qp_init_rd_atom);
-		id->rnr_retry_count = p->rnr_retry_count & 7;
+		rep_rnr_retry = p->rnr_retry_count & 7;
 	} else {
 		/* rdma-core's defaults: what the peer asked, within the device's limits. */
 		id->responder_resources =
 			(uint8_t)clamp(id->responder_resources, id->dev->attr.max_qp_rd_atom);
 		id->initiator_depth =
 			(uint8_t)clamp(id->initiator_depth, id->dev->attr.max_qp_init_rd_atom);
-		id->rnr_retry_count = 7;
 	}
+	/* The RNR retry count a REQ or REP carries is how often its sender's peer resends after
+	 * an RNR NAK from the sender: this QP keeps the REQ's (cm_req_handler), the REP asks the
+	 * active side's QP for ours. */
 	id->rq_psn = rand_psn();
 	err = cma_qp_to_rts(id);
 	if (err)
@@ -414,7 +438,7 @@ static int accept_locked(struct cma_id *id, struct rdma_conn_param *p)
 	rep.initiator_depth = id->initiator_depth;
 	rep.target_ack_delay = 15;
 	rep.e2e_flow_control = p && p->flow_control ? 1 : 0;
-	rep.rnr_retry_count = id->rnr_retry_count;
+	rep.rnr_retry_count = rep_rnr_retry;
 	rep.srq = (id->id.qp ? id->id.qp->srq != NULL : (p && p->srq)) ? 1 : 0;
 	if (p && p->private_data_len)
 		memcpy(rep.private_data, p->private_data, p->private_data_len);
@@ -735,6 +759,7 @@ static void on_rep(struct cma_id *id, const struct uroce_cm_rep *r)
 
 	id->remote_qpn = r->local_qpn;
 	id->sq_psn = r->starting_psn;
+	id->rnr_retry_count = r->rnr_retry_count; /* cm_rep_handler: the QP retries as asked */
 	/* cm_rep_handler: the resources cross over. */
 	id->initiator_depth = r->responder_resources < id->initiator_depth ? r->responder_resources
 									  : id->initiator_depth;
