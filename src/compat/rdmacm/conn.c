@@ -403,7 +403,6 @@ static int accept_locked(struct cma_id *id, struct rdma_conn_param *p)
 			(uint8_t)clamp(id->initiator_depth, id->dev->attr.max_qp_init_rd_atom);
 		id->rnr_retry_count = 7;
 	}
-	id->rq_psn = rand_psn();
 	err = cma_qp_to_rts(id);
 	if (err)
 		return err;
@@ -678,6 +677,10 @@ static void on_request(struct cma_dev *d, const struct uroce_ibcm_event *ev, boo
 			id->tos = r->primary.traffic_class;
 		id->remote_qpn = r->local_qpn;
 		id->sq_psn = r->starting_psn;
+		/* Ours, chosen now and not at accept: an application that owns its QP takes RTR's
+		 * rq_psn from rdma_init_qp_attr before rdma_accept, and the REP must carry the same
+		 * (the kernel's id seq_num, which its rdma_init_qp_attr always gives for RTR). */
+		id->rq_psn = rand_psn();
 		id->mtu = r->path_mtu < d->active_mtu ? r->path_mtu : d->active_mtu;
 		/* cm_req_handler: this side's resources are the peer's, crossed. */
 		id->responder_resources = r->initiator_depth;
