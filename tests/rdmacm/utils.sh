@@ -3,9 +3,12 @@
 #
 # Unmodified rdmacm-utils (Debian's rping, ucmatose, udaddy, rdma_server/rdma_client) over uroce's
 # librdmacm.so.1 and libibverbs.so.1, each side under `uroce run --pcap`:
-#   utils.sh UROCE SCAPY_ICRC CASE
+#   utils.sh UROCE SCAPY_ICRC CASE [OWNQP]
 # CASE is PROGRAM-ENCAP[-VARIANT]:
 #   PROGRAM rping, rping64k (-S 65536), ucmatose (-c 10), udaddy, rdmaserver;
+#           ownqpclient, ownqpserver: OWNQP (tests/interop/ownqp.c, whose application owns its
+#           QP: ibv_create_qp, conn_param.qp_num, rdma_init_qp_attr, rdma_establish) as the
+#           client against `ucmatose -c 1`, or as the server against `ucmatose -s ADDR -c 1`;
 #   ENCAP   v2v4, v2v6 (two namespaces joined by veth), v1 (RoCE v1-only devices, two
 #           namespaces), lo (server and client in one namespace on one device: two processes
 #           share it, CM MADs steered between them).
@@ -14,7 +17,7 @@
 # (skip: not root, no netns, rdmacm-utils missing).
 set -u -o pipefail
 
-UROCE=$1 SCAPY_ICRC=$2 CASE=$3
+UROCE=$1 SCAPY_ICRC=$2 CASE=$3 OWNQP=${4:-}
 # shellcheck source=../run/lib.sh
 . "$(dirname "$0")/../run/lib.sh"
 
@@ -86,6 +89,18 @@ ucmatose)
 	cli=(ucmatose -s "$ADDR" -c 10 -p $PORT)
 	ps=0x0106 want_lines=0
 	;;
+ownqpclient | ownqpserver)
+	[ -x "$OWNQP" ] || fail "no ownqp program given (argument 4)"
+	# ucmatose's defaults on both sides: 10 messages of 100 bytes each way.
+	if [ "$PROG" = ownqpclient ]; then
+		srv=(ucmatose -c 1 -p $PORT -C 10 -S 100)
+		cli=("$OWNQP" -s "$ADDR" -p $PORT -C 10 -S 100)
+	else
+		srv=("$OWNQP" -b "$ADDR" -p $PORT -C 10 -S 100)
+		cli=(ucmatose -s "$ADDR" -c 1 -p $PORT -C 10 -S 100)
+	fi
+	ps=0x0106 want_lines=0
+	;;
 udaddy)
 	# udaddy's -p is the port space; its port is 7174, PORT.
 	srv=(udaddy)
@@ -152,6 +167,14 @@ if [ "$want_lines" -gt 0 ]; then
 	[ "$n" -eq "$want_lines" ] || fail "rping client printed $n ping data lines, expected $want_lines"
 fi
 ! grep -qiE 'error|fail' "$T/srv.out" "$T/cli.out" || fail "errors reported"
+case $PROG in ownqp*)
+	for side in srv cli; do
+		grep -qx 'test complete' "$T/$side.out" || fail "$side: no 'test complete'"
+	done
+	grep -q "(the application's) connected" "$T/srv.out" "$T/cli.out" ||
+		fail "ownqp did not report its connection"
+	;;
+esac
 
 # The captures: every frame a valid RoCE frame; tshark sees the CM exchange.
 for side in srv cli; do

@@ -133,7 +133,7 @@ wait_exit() { # PID SECONDS
 	done
 	if kill -0 "$1" 2>/dev/null; then
 		echo "--- still running after $2 s:" >&2
-		for p in $(pgrep -x 'rping|ucmatose|udaddy|rdma_server|rdma_client' || true); do
+		for p in $(pgrep -x 'rping|ucmatose|udaddy|rdma_server|rdma_client|uroce_ownqp' || true); do
 			echo "== $p: $(tr '\0' ' ' </proc/"$p"/cmdline)" >&2
 			command -v gdb >/dev/null &&
 				gdb -p "$p" -batch -ex 'thread apply all bt 10' 2>/dev/null |

@@ -426,8 +426,8 @@ static int accept_locked(struct cma_id *id, struct rdma_conn_param *p)
 	}
 	/* The RNR retry count a REQ or REP carries is how often its sender's peer resends after
 	 * an RNR NAK from the sender: this QP keeps the REQ's (cm_req_handler), the REP asks the
-	 * active side's QP for ours. */
-	id->rq_psn = rand_psn();
+	 * active side's QP for ours. The REP's Starting PSN is the rq_psn chosen when the REQ
+	 * came (an application's own QP may have gone to RTR with it already). */
 	err = cma_qp_to_rts(id);
 	if (err)
 		return err;
@@ -707,6 +707,10 @@ static void on_request(struct cma_dev *d, const struct uroce_ibcm_event *ev, boo
 			id->tos = r->primary.traffic_class;
 		id->remote_qpn = r->local_qpn;
 		id->sq_psn = r->starting_psn;
+		/* Ours, chosen now and not at accept: an application that owns its QP takes RTR's
+		 * rq_psn from rdma_init_qp_attr before rdma_accept, and the REP must carry the same
+		 * (the kernel's id seq_num, which its rdma_init_qp_attr always gives for RTR). */
+		id->rq_psn = rand_psn();
 		id->mtu = r->path_mtu < d->active_mtu ? r->path_mtu : d->active_mtu;
 		/* cm_req_handler: this side's resources are the peer's, crossed. */
 		id->responder_resources = r->initiator_depth;
