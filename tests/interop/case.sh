@@ -32,8 +32,9 @@ ix_vm_running || ix_fail "the VM $IX_VM is not running (see $RXEVM_RUN/$IX_VM/se
 . "$IX_STATE"
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/uroce-ix.XXXXXX") || exit 1
-SRV_PID=
+SRV_PID= VM_DELAY=
 cleanup() {
+	[ -n "$VM_DELAY" ] && ix_vm -t 30 "$IX_VM" 'tc qdisc del dev eth0 ingress; ip link del ifb0' >/dev/null
 	"$IX_HARNESS/capture.sh" stop >/dev/null 2>&1
 	# UROCE_IX_KEEP=DIR keeps each case's capture there, passed or failed.
 	[ -n "${UROCE_IX_KEEP:-}" ] && [ -f "$T/bridge.pcap" ] && cp "$T/bridge.pcap" "$UROCE_IX_KEEP/$CASE.pcap"
@@ -241,11 +242,24 @@ run_once() {
 	"$IX_HARNESS/capture.sh" stop 2>/dev/null
 }
 
-t0=$(date +%s)
 # perftest 4.5's -R has a race of its own (tests/perftest/perftest.sh): its client connects again
 # right after the rdma_cm handshake, and wins against a server that has not listened again yet:
-# REJECTED (IB CM reason 8, as the kernel's CM answers). That outcome alone is run again.
-for attempt in 1 2 3 4 5; do
+# REJECTED (IB CM reason 8, as the kernel's CM answers), and its retry loop then fails on the ids
+# it has destroyed. A server in the emulated VM needs milliseconds to listen again after the ACK
+# of its last handshake message, and uroce's client sends its REQ together with that ACK: with the
+# kernel serving, the CM's MADs into the VM (UDP 4791 to QP 1) take 100 ms more (ifb and netem in
+# the VM), so the REQ comes after the server has had the time. The REJ outcome alone runs again.
+CM_DELAY='ip link add ifb0 type ifb && ip link set ifb0 up &&
+	tc qdisc add dev ifb0 root netem delay 100ms && tc qdisc add dev eth0 handle ffff: ingress &&
+	tc filter add dev eth0 parent ffff: protocol ip prio 1 u32 match ip protocol 17 0xff \
+		match ip dport 4791 0xffff match u32 0x00000001 0x00ffffff at 32 \
+		action mirred egress redirect dev ifb0'
+if [[ $PROG == *_R ]] && [ "$ROLE" = ks ]; then
+	VM_DELAY=1
+	ix_vm -t 30 "$IX_VM" "$CM_DELAY" || ix_fail "VM: cannot delay the CM's MADs (ifb, netem)"
+fi
+t0=$(date +%s)
+for attempt in ${IX_ATTEMPTS:-1 2 3 4 5}; do
 	run_once
 	[ "$cst" -ne 0 ] && [[ $PROG == *_R ]] &&
 		grep -q 'RDMA_CM_EVENT_REJECTED; error: 8' "$T/cli.out" || break
