@@ -44,8 +44,11 @@ ix_vm() { # [-t SECONDS] CMD...
 	"$IX_HARNESS/exec.sh" "$@"
 }
 
+# The VM's QEMU is alive (not a zombie: a killed QEMU stays one where nobody reaps it).
 ix_vm_running() {
-	[ -s "$RXEVM_RUN/$IX_VM/qemu.pid" ] && kill -0 "$(cat "$RXEVM_RUN/$IX_VM/qemu.pid")" 2>/dev/null
+	local p
+	p=$(cat "$RXEVM_RUN/$IX_VM/qemu.pid" 2>/dev/null) && [ -n "$p" ] &&
+		grep -q qemu-system "/proc/$p/cmdline" 2>/dev/null
 }
 
 ix_host() { ip netns exec "$IX_HOSTNS" "$@"; }
