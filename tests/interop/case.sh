@@ -9,7 +9,9 @@
 #            ownqp (uroce's side runs tests/interop/ownqp.c, which owns its QP: ibv_create_qp,
 #            conn_param.qp_num, rdma_init_qp_attr; the kernel's side runs ucmatose),
 #            rc, uc, ud, srq (ibv_*_pingpong), ib_{write,read,send,atomic}_bw and
-#            ib_{send,write,read}_lat, each of those also with -R (rdma_cm): ib_write_bw_R, ...
+#            ib_{send,write,read}_lat, each of those also with -R (rdma_cm): ib_write_bw_R, ...;
+#            ib_send_bw_rnr: ib_send_bw with one receive posted at a time (-r 1), so the
+#            kernel's responder sends RNR NAKs (ks); uroce's requester must wait each NAK's timer
 #   ROLE     us: uroce serves, the kernel is the client; ks: the kernel serves, uroce is the client
 #   NET      v4 or v6: RoCE v2 over IPv4 or IPv6 (the GID, or the rdma_cm address, of that family)
 #   loss     uroce drops 2 % of what it sends (`uroce run --faults`): uroce's requester
@@ -102,9 +104,10 @@ rc | uc | srq | ud)
 	C=("${S[@]}" "$SADDR4")
 	WAIT=tcp WANT=' iters in '
 	;;
-ib_*_bw | ib_*_lat | ib_*_bw_R | ib_*_lat_R)
+ib_*_bw | ib_*_lat | ib_*_bw_R | ib_*_lat_R | ib_send_bw_rnr)
 	CM=0 PORT=18515
 	bin=${PROG%_R}
+	bin=${bin%_rnr}
 	case $bin in
 	ib_write_bw | ib_read_bw | ib_send_bw | ib_atomic_bw | ib_send_lat | ib_write_lat | ib_read_lat) ;;
 	*) ix_fail "unknown perftest program '$bin'" ;;
@@ -112,7 +115,9 @@ ib_*_bw | ib_*_lat | ib_*_bw_R | ib_*_lat_R)
 	iters=(-n 20)
 	case $bin in *_bw) iters=(-n 5) ;; esac
 	[ -n "${LOSS:-}" ] && iters=(-n 20)
-	if [ "$PROG" != "$bin" ]; then
+	# One receive posted at a time: the sender outruns it and gets RNR NAKs.
+	[ "$PROG" = ib_send_bw_rnr ] && iters=(-n 50 -r 1)
+	if [[ $PROG == *_R ]]; then
 		# perftest 4.5's rdma_cm path resolves IPv4 addresses only.
 		[ "$NET" = v4 ] || ix_fail "$bin -R: perftest's rdma_cm path is IPv4 only"
 		CM=1
@@ -298,7 +303,7 @@ done
 [ "$NET" = v4 ] && src=ip.src || src=ipv6.src
 tshark "${topt[@]}" -r "$T/bridge.pcap" -T fields -E separator='|' -e frame.number -e "$src" \
 	-e udp.dstport -e infiniband.bth.opcode -e infiniband.bth.destqp -e infiniband.bth.psn \
-	-e infiniband.reth.dmalen \
+	-e infiniband.reth.dmalen -e infiniband.aeth.syndrome -e frame.time_relative \
 	>"$T/frames" 2>"$T/tshark.err" || {
 	cat "$T/tshark.err" >&2
 	ix_fail "tshark cannot read the capture"
@@ -338,5 +343,25 @@ if [ -n "${LOSS:-}" ]; then
 	} END { print n + 0 }' "$T/frames")
 	echo "request packets sent again by $from: $again"
 	[ "$again" -gt 0 ] || ix_fail "no retransmission from $from in the capture: the loss did not bite"
+fi
+if [ "$PROG" = ib_send_bw_rnr ]; then
+	# RNR NAKs (AETH syndrome 001xxxxx) from the responder; uroce as requester resends an RNR'd
+	# PSN no sooner than the NAK's timer (IBTA 9.7.5.2.8's table, in ms).
+	[ "$ROLE" = ks ] && resp=$K_ADDR req=$U_ADDR || resp=$U_ADDR req=$K_ADDR
+	out=$(awk -F'|' -v rs="$resp" -v rq="$req" -v check="$([ "$ROLE" = ks ] && echo 1)" '
+	BEGIN { split("655.36 0.01 0.02 0.03 0.04 0.06 0.08 0.12 0.16 0.24 0.32 0.48 0.64 0.96 1.28 " \
+		"1.92 2.56 3.84 5.12 7.68 10.24 15.36 20.48 30.72 40.96 61.44 81.92 122.88 163.84 " \
+		"245.76 327.68 491.52", ms, " ") }
+	$2 == rs && $4 == 17 && int($8 / 32) == 1 {
+		n++; at[$6 + 0] = $9; wait[$6 + 0] = ms[$8 % 32 + 1] / 1000; next }
+	check && $2 == rq && ($6 + 0) in at {
+		d = $9 - at[$6 + 0]
+		if (d < wait[$6 + 0]) { early++; printf "PSN %d resent %.3f ms after its RNR NAK\n", $6, d * 1000 > "/dev/stderr" }
+		delete at[$6 + 0] }
+	END { print n + 0, early + 0 }' "$T/frames")
+	read -r rnr early <<<"$out"
+	echo "RNR NAKs from $resp: $rnr; resent before the timer: $early"
+	[ "$rnr" -gt 0 ] || ix_fail "no RNR NAK from $resp: the receiver kept up"
+	[ "$early" -eq 0 ] || ix_fail "uroce resent $early RNR NAK'd packets before the NAK's timer"
 fi
 echo PASS
