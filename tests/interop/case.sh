@@ -18,8 +18,8 @@
 #            retransmits to the kernel's responder (ks), or the kernel retransmits and uroce's
 #            responder answers the duplicates (us); the capture must show the retransmissions
 # The bridge is captured during the run. Both programs must exit 0 with their output; every packet
-# must pass the harness's independent ICRC check, decode in tshark with no malformed
-# frame or expert warning, and every CM MAD must follow Linux's rules (cm_fields.py).
+# must pass the harness's independent ICRC check and decode in tshark with no malformed frame or
+# expert warning, and every CM MAD must follow Linux's rules (cm_fields.py).
 # UROCE_IX_KEEP=DIR keeps the capture as DIR/CASE.pcap; IX_ATTEMPTS="1 2" limits the reruns of
 # perftest -R's race (below). Exits 0, 1 (fail) or 77 (skip: not root).
 set -u -o pipefail
