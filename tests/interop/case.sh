@@ -163,9 +163,9 @@ uroce_side() { # WORDS...
 # The kernel's side, in the VM: one command string; its exit status in a file next to its log.
 q() { printf '%q ' "$@"; }
 
-# Nothing of a previous case may still run in the VM.
+# The programs of this suite in the VM: nothing of a previous case or attempt may still run there
+# when one starts (run_once).
 PROGS='^(rping|ucmatose|udaddy|rdma_server|rdma_client|ibv_[a-z]+_pingpong|ib_[a-z]+_(bw|lat))( |$)'
-ix_vm -t 30 "$IX_VM" "pkill -f '$PROGS'; rm -f /tmp/ix.*; true" >/dev/null
 
 kernel_listens() {
 	if [ "$WAIT" = cm ]; then
@@ -196,6 +196,7 @@ run_once() {
 		ix_fail "capture.sh start failed"
 	}
 	local ok= n=0 wait_rc
+	ix_vm -t 30 "$IX_VM" "pkill -f '$PROGS'; rm -f /tmp/ix.*; true" >/dev/null
 	if [ "$ROLE" = us ]; then
 		uroce_side "${US[@]}" >"$T/srv.out" 2>&1 &
 		SRV_PID=$!
@@ -221,7 +222,6 @@ run_once() {
 		sst=$?
 		SRV_PID=
 	else
-		ix_vm -t 30 "$IX_VM" "pkill -f '$PROGS'; rm -f /tmp/ix.*; true" >/dev/null
 		ix_vm -t 30 -d "$IX_VM" "$(q "${KS[@]}") >/tmp/ix.srv 2>&1; echo \$? >/tmp/ix.rc" \
 			>/dev/null || ix_fail "VM: cannot start ${KS[0]}"
 		for _ in $(seq 60); do
