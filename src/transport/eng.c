@@ -209,9 +209,9 @@ bool uroce_eng_tx_responds(const struct uroce_eng *e)
  * whichever comes first. A turn of a QP streaming 64 KiB messages is one whole message at any
  * MTU (64 packets of 1 KiB, 16 of 4 KiB), and its packets make the same two UDP GSO sends as a
  * lone QP's (the FIRST packet, 16 bytes longer for its RETH, starts a send; 63 segments end
- * one): turns of 60 KiB of RoCE packets cut messages anywhere, and 8 such QPs made 2.5 sends per
- * message, 5 % below one QP. Turns much smaller split every send (16 packets of 1 KiB made a
- * quarter of a send each). Fairness is in payload bytes, whatever the MTU.
+ * one). A turn counted in bytes of RoCE packets (headers included) would cut messages anywhere,
+ * and each cut adds a send; a much smaller turn would end every send part full. Fairness is in
+ * payload bytes, whatever the MTU.
  */
 #define UROCE_TX_QUANTUM_PKTS  64
 #define UROCE_TX_QUANTUM_BYTES 65536u

@@ -24,8 +24,9 @@
 /*
  * Requester window (uroce_req_window): at most 512 unacknowledged packets (rxe: 128) and 1 MiB
  * of their payload, 256 packets at a 4096-byte MTU. When the receiver is the slower side, what
- * is in flight waits in its socket buffer, out of the caches: 8 QPs with 512 packets of 4 KiB
- * each (16 MiB) moved 15 % less than with 256 (docs/performance.md).
+ * is in flight waits in its socket buffer, out of the caches, so the bytes are bounded as well
+ * as the packets: with several QPs, 512 packets of 4 KiB each would put 2 MiB per QP there
+ * (docs/performance.md, "Tried and left out").
  */
 #define UROCE_MAX_UNACKED_PSNS	512
 #define UROCE_MAX_UNACKED_BYTES (1u << 20)
