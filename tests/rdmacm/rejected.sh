@@ -6,8 +6,8 @@
 #   rejected.sh UROCE CM_ECHO
 # perftest 4.5 reacts to a REJECTED by destroying its ids and its event channel and then trying
 # again with the same, destroyed, pointers (rdma_cm_client_connection, rdma_cm_destroy_cma): each
-# call on them must fail (uroce's librdmacm looks them up among the live ones first) where it
-# used to read freed memory and crash in rdma_resolve_addr.
+# call on them must fail (uroce's librdmacm looks them up among the live ones first) rather than
+# read freed memory, which would crash rdma_resolve_addr.
 #
 # Namespace b: in place of perftest's server, cm_echo (built here): it accepts perftest's first
 # rdma_cm connection on PORT (the communication phase of -R), stops listening and echoes the
