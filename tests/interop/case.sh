@@ -28,6 +28,8 @@ UROCE=$1 CASE=$2
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
+# shellcheck source=../lib/tshark.sh
+. "$HERE/../lib/tshark.sh"
 ix_need
 [ -s "$IX_STATE" ] || ix_fail "the VM is not up (tests/interop/vm.sh up; state $IX_STATE missing)"
 ix_vm_running || ix_fail "the VM $IX_VM is not running (see $RXEVM_RUN/$IX_VM/serial.log)"
@@ -292,13 +294,7 @@ echo "--- bridge capture"
 [ "${PIPESTATUS[0]}" -eq 0 ] || ix_fail "rxe-vm icrc_check.py: a packet with a bad ICRC"
 enc=v2v4
 [ "$NET" = v6 ] && enc=v2v6
-topt=(-n -o ip.check_checksum:TRUE -o udp.check_checksum:TRUE)
-# Payloads are the programs' own bytes: heuristic upper layers (RPC over RDMA, SMB Direct, ...)
-# misread some; the InfiniBand headers are still decoded and checked in full.
-for h in eth_over_ib fc_infiniband iser_infiniband lnet_ib rpcrdma_infiniband sdp_infiniband \
-	smb_direct_infiniband smcr_infiniband mellanox_eoib; do
-	topt+=(--disable-heuristic "$h")
-done
+topt=("${TSHARK_CHECK[@]}")
 # One pass for the decode: each frame's IP source (of the case's family), BTH opcode, QP, PSN.
 [ "$NET" = v4 ] && src=ip.src || src=ipv6.src
 tshark "${topt[@]}" -r "$T/bridge.pcap" -T fields -E separator='|' -e frame.number -e "$src" \

@@ -5,6 +5,9 @@
 # The sourcing script sets UROCE (the uroce binary) and calls netns_setup; cleanup runs on exit.
 # Needs root (else exit 77, a skip). No fixed sleeps: waits are bounded polls.
 
+# shellcheck source=../lib/tshark.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/tshark.sh"
+
 skip() {
 	echo "SKIP: $*"
 	exit 77
@@ -177,14 +180,7 @@ check_capture() { # FILE ENCAP(v2v4|v2v6|v1) MIN
 	v2v6) filt='ipv6 && udp.dstport == 4791 && infiniband.bth' ;;
 	v1) filt='eth.type == 0x8915 && infiniband.grh && infiniband.bth' ;;
 	esac
-	# Payloads are the programs' own bytes: tshark's heuristic upper-layer dissectors (RPC over
-	# RDMA, SMB Direct, iSER, ...) misread some of them (perftest's 8-byte SENDs as a malformed
-	# RPCoRDMA header), so they are off; the InfiniBand headers are still fully checked.
-	local topt=(-n -o ip.check_checksum:TRUE -o udp.check_checksum:TRUE) h
-	for h in eth_over_ib fc_infiniband iser_infiniband lnet_ib rpcrdma_infiniband \
-		sdp_infiniband smb_direct_infiniband smcr_infiniband mellanox_eoib; do
-		topt+=(--disable-heuristic "$h")
-	done
+	local topt=("${TSHARK_CHECK[@]}")
 	total=$(tshark "${topt[@]}" -r "$f" -T fields -e frame.number 2>/dev/null | wc -l)
 	ib=$(tshark "${topt[@]}" -r "$f" -Y infiniband -T fields -e frame.number 2>/dev/null | wc -l)
 	inenc=$(tshark "${topt[@]}" -r "$f" -Y "$filt" -T fields -e frame.number 2>/dev/null | wc -l)
