@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "compat/compat.h"
-#include "host/gid.h"
+#include "host/config/gid.h"
 #include "wire/bytes.h"
 #include "wire/hdr.h"
 

@@ -11,8 +11,8 @@
 
 #include "compat/compat.h"
 #include "compat/private.h"
-#include "host/netif.h"
-#include "host/rundir.h"
+#include "host/os/netif.h"
+#include "host/config/rundir.h"
 
 /* What +664 points at: an object that is neither libmlx5's nor libefa's device ops. */
 static const struct {

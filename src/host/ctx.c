@@ -14,13 +14,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "host/backend.h"
+#include "host/io/backend.h"
 #include "host/ctx.h"
-#include "host/neigh.h"
-#include "host/netif.h"
-#include "host/rundir.h"
-#include "host/share.h"
-#include "host/stats.h"
+#include "host/os/neigh.h"
+#include "host/os/netif.h"
+#include "host/config/rundir.h"
+#include "host/io/share.h"
+#include "host/config/stats.h"
 #include "wire/bytes.h"
 #include "wire/mad.h"
 #include "wire/opcode.h"

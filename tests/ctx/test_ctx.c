@@ -25,7 +25,7 @@
 
 #include "../check.h"
 #include "host/ctx.h"
-#include "host/netif.h"
+#include "host/os/netif.h"
 
 static int evfd;
 

@@ -33,10 +33,10 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "host/backend.h"
-#include "host/neigh.h"
-#include "host/pcap.h"
-#include "host/share.h"
+#include "host/io/backend.h"
+#include "host/os/neigh.h"
+#include "host/io/pcap.h"
+#include "host/io/share.h"
 #include "wire/bytes.h"
 #include "wire/icrc.h"
 #include "wire/packet.h"

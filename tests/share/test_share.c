@@ -50,8 +50,8 @@
 
 #include "../check.h"
 #include "host/ctx.h"
-#include "host/rundir.h"
-#include "host/share.h"
+#include "host/config/rundir.h"
+#include "host/io/share.h"
 
 #define FILE_MAX_TEST (128 << 10)
 

@@ -13,7 +13,7 @@
 #include "cm/cma.h"
 #include "compat/rdmacm/addr.h"
 #include "compat/rdmacm/rdmacm.h"
-#include "host/gid.h"
+#include "host/config/gid.h"
 
 
 #define CMA_CM_RESPONSE_TIMEOUT 20

@@ -19,8 +19,8 @@
 
 #include "compat/rdmacm/rdmacm.h"
 #include "compat/rdmacm/will.h"
-#include "host/backend.h"
-#include "host/gid.h"
+#include "host/io/backend.h"
+#include "host/config/gid.h"
 
 extern char **environ;
 

@@ -35,8 +35,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "host/device.h"
-#include "host/netif.h"
+#include "host/config/device.h"
+#include "host/os/netif.h"
 
 #define UROCE_GID_TABLE_MAX 1024 /* rxe's per-port table size (rxe_param.h) */
 #define UROCE_GID_STR_LEN 40	 /* "xxxx:" x 8, less the last ':', plus NUL */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* GID tables from interface addresses (see gid.h for the layout and why). */
-#include "host/gid.h"
+#include "host/config/gid.h"
 
 #include <errno.h>
 #include <stdio.h>

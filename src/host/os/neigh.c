@@ -15,9 +15,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "host/gid.h"
-#include "host/neigh.h"
-#include "host/rtnl.h"
+#include "host/config/gid.h"
+#include "host/os/neigh.h"
+#include "host/os/rtnl.h"
 
 int uroce_neigh_direct(const uint8_t gid[16], uint8_t mac[6])
 {

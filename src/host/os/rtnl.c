@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* rtnetlink requests and answers (rtnl.h), shared by the route and neighbour lookups. */
-#include "host/rtnl.h"
+#include "host/os/rtnl.h"
 
 #include <errno.h>
 #include <stdbool.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The run-time directory: location, directories, atomic small-file writes. */
-#include "host/rundir.h"
+#include "host/config/rundir.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -38,7 +38,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "host/netif.h"
+#include "host/os/netif.h"
 
 #define UROCE_DEV_NAME_MAX 63
 #define UROCE_DEV_AUTO_PREFIX "uroce_"

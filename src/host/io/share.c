@@ -17,8 +17,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "host/rundir.h"
-#include "host/share.h"
+#include "host/config/rundir.h"
+#include "host/io/share.h"
 
 /*
  * A membership file: 256 lines of about 60 bytes, and claims of 19 bytes each, which the

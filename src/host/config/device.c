@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Device definitions in the run-time directory, automatic devices, per-device derived facts. */
-#include "host/device.h"
+#include "host/config/device.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -11,9 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "host/mode.h"
-#include "host/rundir.h"
-#include "host/stats.h"
+#include "host/config/mode.h"
+#include "host/config/rundir.h"
+#include "host/config/stats.h"
 
 #define DEF_FILE_MAX 1024
 

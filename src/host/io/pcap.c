@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "host/pcap.h"
+#include "host/io/pcap.h"
 
 #define PCAP_MAGIC_US 0xA1B2C3D4u
 #define PCAP_MAGIC_NS 0xA1B23C4Du

@@ -58,8 +58,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "host/backend.h"
-#include "host/share.h"
+#include "host/io/backend.h"
+#include "host/io/share.h"
 #include "wire/bytes.h"
 
 #define SHARE_CHECK_EVERY 64

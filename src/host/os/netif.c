@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Interface snapshot (getifaddrs + SIOCGIFMTU) and an rtnetlink change watch. */
-#include "host/netif.h"
+#include "host/os/netif.h"
 
 #include <errno.h>
 #include <ifaddrs.h>

@@ -36,7 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "host/backend.h"
+#include "host/io/backend.h"
 #include "transport/engine.h"
 
 #define UROCE_STATS_MAGIC "UROCECNT"

@@ -12,9 +12,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "host/backend.h"
-#include "host/gid.h"
-#include "host/pcap.h"
+#include "host/io/backend.h"
+#include "host/config/gid.h"
+#include "host/io/pcap.h"
 #include "wire/bytes.h"
 
 const char *const uroce_io_counter_names[UROCE_IO_CNT_MAX] = {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Shared counter files: creation, mapping, atomic adds, reading (format in stats.h). */
-#include "host/stats.h"
+#include "host/config/stats.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,9 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "host/backend.h"
-#include "host/device.h"
-#include "host/rundir.h"
+#include "host/io/backend.h"
+#include "host/config/device.h"
+#include "host/config/rundir.h"
 
 #define HDR_SIZE 64u
 

@@ -72,10 +72,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "host/backend.h"
-#include "host/gid.h"
-#include "host/netif.h"
-#include "host/share.h"
+#include "host/io/backend.h"
+#include "host/config/gid.h"
+#include "host/os/netif.h"
+#include "host/io/share.h"
 #include "wire/bytes.h"
 
 #ifndef UDP_NO_CHECK6_RX

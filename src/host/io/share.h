@@ -87,7 +87,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
-#include "host/backend.h"
+#include "host/io/backend.h"
 
 #define UROCE_SHARE_SLOTS	   4096
 #define UROCE_SHARE_SLOT_QPNS	   2048

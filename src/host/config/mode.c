@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Default RoCE mode files, the run-time directory's stand-in for rdma_cm's configfs. */
-#include "host/mode.h"
+#include "host/config/mode.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "host/device.h"
-#include "host/rundir.h"
+#include "host/config/device.h"
+#include "host/config/rundir.h"
 
 const char *uroce_mode_str(int version)
 {

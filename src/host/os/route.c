@@ -5,7 +5,7 @@
  * interface holds a local address, RTM_GETLINK for the interface's name and MTU. One netlink
  * socket per call carries all of them, one request at a time.
  */
-#include "host/route.h"
+#include "host/os/route.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,8 +22,8 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "host/gid.h"
-#include "host/rtnl.h"
+#include "host/config/gid.h"
+#include "host/os/rtnl.h"
 
 #define DEFAULT_HOP_LIMIT 64
 
