@@ -9,6 +9,7 @@
 
 #include "compat/compat.h"
 #include "host/config/gid.h"
+#include "host/os/v4mapped.h"
 #include "wire/bytes.h"
 #include "wire/hdr.h"
 

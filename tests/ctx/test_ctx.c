@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "../check.h"
+#include "host/config/io_counters.h"
 #include "host/ctx.h"
 #include "host/os/netif.h"
 

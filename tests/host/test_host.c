@@ -20,10 +20,11 @@
 #include "check.h"
 #include "host/config/device.h"
 #include "host/config/gid.h"
+#include "host/config/io_counters.h"
 #include "host/config/mode.h"
-#include "host/os/netif.h"
 #include "host/config/rundir.h"
 #include "host/config/stats.h"
+#include "host/os/netif.h"
 
 static char rundir[PATH_MAX];
 

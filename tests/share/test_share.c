@@ -49,9 +49,12 @@
 #include <unistd.h>
 
 #include "../check.h"
-#include "host/ctx.h"
+#include "host/config/io_counters.h"
 #include "host/config/rundir.h"
-#include "host/io/share.h"
+#include "host/ctx.h"
+#include "host/io/share_members.h"
+#include "host/io/share_prog.h"
+#include "host/io/share_slots.h"
 
 #define FILE_MAX_TEST (128 << 10)
 

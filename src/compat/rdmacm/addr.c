@@ -14,6 +14,7 @@
 #include "host/config/gid.h"
 #include "host/config/mode.h"
 #include "host/config/rundir.h"
+#include "host/os/v4mapped.h"
 
 void cma_gid_of_sa(const struct sockaddr *sa, uint8_t gid[16])
 {

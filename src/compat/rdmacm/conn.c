@@ -14,6 +14,7 @@
 #include "compat/rdmacm/addr.h"
 #include "compat/rdmacm/rdmacm.h"
 #include "host/config/gid.h"
+#include "host/os/v4mapped.h"
 
 
 #define CMA_CM_RESPONSE_TIMEOUT 20

@@ -66,22 +66,6 @@ int uroce_gid_table_build(const struct uroce_devdef *dev, struct uroce_gid_entry
 int uroce_gid_table_from_netif(const struct uroce_netif *nif, unsigned roce,
 			       struct uroce_gid_entry *out, int max);
 
-/* Is gid an IPv4 address, ::ffff:a.b.c.d (v4-mapped, as rdma_ip2gid makes it)? */
-static inline bool uroce_gid_is_v4(const uint8_t gid[16])
-{
-	static const uint8_t pfx[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF };
-
-	return memcmp(gid, pfx, 12) == 0;
-}
-
-/* gid = ::ffff:ip (ip: 4 bytes, network order). */
-static inline void uroce_gid_from_v4(uint8_t gid[16], const void *ip)
-{
-	memset(gid, 0, 10);
-	gid[10] = gid[11] = 0xFF;
-	memcpy(gid + 12, ip, 4);
-}
-
 /* GID as sysfs and show_gids print it: "fe80:0000:0000:0000:0200:00ff:fe00:0001". */
 void uroce_gid_str(const uint8_t gid[16], char buf[UROCE_GID_STR_LEN]);
 

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "host/io/backend.h"
+#include "host/config/io_counters.h"
 #include "host/config/device.h"
 #include "host/config/rundir.h"
 

@@ -4,7 +4,7 @@
  *
  * Design notes
  * - Counter names and order: the transport's UROCE_COUNTERS list (transport/engine.h), whose
- *   names follow rxe's hw_counters, then the I/O backends' UROCE_IO_COUNTERS (backend.h: what
+ *   names follow rxe's hw_counters, then the I/O backends' UROCE_IO_COUNTERS (io_counters.h: what
  *   the sockets sent, received and dropped before the engine, such as io_rx_drop_icrc). Only
  *   the X-macros are used, so the host library does not link the transport.
  * - File format (native byte order and alignment: the file never leaves the host; version 1):
@@ -36,7 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "host/io/backend.h"
+#include "host/config/io_counters.h"
 #include "transport/engine.h"
 
 #define UROCE_STATS_MAGIC "UROCECNT"
@@ -67,7 +67,7 @@ void uroce_stats_add(struct uroce_stats *s, enum uroce_counter c, uint64_t n);
 /* Add delta[c] to every counter c: for flushing an engine's counters since the last flush. */
 void uroce_stats_add_all(struct uroce_stats *s, const uint64_t delta[UROCE_CNT_MAX]);
 
-/* The same for the I/O backends' counters (backend.h: io_rx_drop_icrc, io_tx_err, ...). */
+/* The same for the I/O backends' counters (io_counters.h: io_rx_drop_icrc, io_tx_err, ...). */
 void uroce_stats_add_io(struct uroce_stats *s, const uint64_t delta[UROCE_IO_CNT_MAX]);
 
 /* Unmap and free. NULL is allowed. */

@@ -6,13 +6,13 @@
  *
  * Two sockets. The transmit socket is never bound (it receives nothing); each frame names the
  * interface and Ethertype 0x8915 in its sockaddr_ll. The receive socket is created with protocol
- * 0 (it receives nothing), gets a classic BPF socket filter (uroce_v1_filter_prog(), share.h),
+ * 0 (it receives nothing), gets a classic BPF socket filter (uroce_v1_filter_prog(), share_prog.h),
  * and only then is bound to (ETH_P_ALL, ifindex): the kernel drops every frame that is not RoCE
  * v1 or whose BTH destination QP is not one of this process's (cfg qpn_lo..qpn_hi), so
  * processes sharing the interface each receive their own frames only, and none is counted
  * DROP_NO_QP by a process that does not own its QP. QP1 (CM MADs): opened with
  * uroce_packet_open_shared(), the process is listed in the interface's v1 membership file and
- * its filter takes the QP1 frames that the file's claims give it (share.h); the file's watch fd
+ * its filter takes the QP1 frames that the file's claims give it (share_group.h); the file's watch fd
  * sits in the backend's epoll set (its fd), and rx_burst re-attaches the filter when the file
  * changes, looking when a burst comes back empty and every SHARE_CHECK_EVERY bursts. Opened
  * with uroce_packet_ops.open, every QP1 frame is taken.
@@ -58,8 +58,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "host/config/io_counters.h"
+#include "host/io/afpacket.h"
 #include "host/io/backend.h"
-#include "host/io/share.h"
+#include "host/io/frame.h"
+#include "host/io/share_group.h"
+#include "host/io/share_prog.h"
 #include "wire/bytes.h"
 
 #define SHARE_CHECK_EVERY 64

@@ -49,7 +49,7 @@
  * The UDP source port is the bound port for every packet (a socket sends from its own port), not
  * the path's entropy port; receivers accept any (roce-reference 1.9). See fixed_sport.
  *
- * Sharing (share.h): uroce_udp_open_shared() makes each socket a member of its address's
+ * Sharing (share_group.h): uroce_udp_open_shared() makes each socket a member of its address's
  * SO_REUSEPORT group, whose steering program hands every datagram straight to the socket of the
  * process owning the destination QP. The group's watch fd sits in our epoll set; rx_burst looks
  * at it every SHARE_CHECK_EVERY bursts, empty or not, so a busy data path (or an application
@@ -72,10 +72,16 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "host/io/backend.h"
 #include "host/config/gid.h"
+#include "host/config/io_counters.h"
+#include "host/io/backend.h"
+#include "host/io/frame.h"
+#include "host/io/share_group.h"
+#include "host/io/share_members.h"
+#include "host/io/udp.h"
+#include "host/io/v2_rx.h"
 #include "host/os/netif.h"
-#include "host/io/share.h"
+#include "host/os/v4mapped.h"
 #include "wire/bytes.h"
 
 #ifndef UDP_NO_CHECK6_RX
@@ -657,7 +663,7 @@ static void prep_msg(struct udp_be *b, int g, int j, bool v4)
 }
 
 /*
- * Are QPNs a and b owned by one process of a shared device (one QPN slot, share.h)? The steering
+ * Are QPNs a and b owned by one process of a shared device (one QPN slot, share_slots.h)? The steering
  * program sees a GSO send's first segment only. QP0/QP1 and the QPNs below the first slot join
  * only their own QPN.
  */

@@ -18,6 +18,7 @@
 #include "host/config/gid.h"
 #include "host/os/neigh.h"
 #include "host/os/rtnl.h"
+#include "host/os/v4mapped.h"
 
 int uroce_neigh_direct(const uint8_t gid[16], uint8_t mac[6])
 {

@@ -22,7 +22,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "host/config/gid.h"
+#include "host/os/v4mapped.h"
 #include "host/os/rtnl.h"
 
 #define DEFAULT_HOP_LIMIT 64
