@@ -11,6 +11,7 @@
 
 #include "cmd.h"
 #include "host/config/device.h"
+#include "host/config/device_del.h"
 #include "host/config/mode.h"
 #include "host/os/netif.h"
 #include "host/config/rundir.h"

@@ -19,6 +19,7 @@
 
 #include "check.h"
 #include "host/config/device.h"
+#include "host/config/device_del.h"
 #include "host/config/gid.h"
 #include "host/config/io_counters.h"
 #include "host/config/mode.h"

@@ -11,9 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "host/config/mode.h"
 #include "host/config/rundir.h"
-#include "host/config/stats.h"
 
 #define DEF_FILE_MAX 1024
 
@@ -164,7 +162,7 @@ void uroce_dev_info(const struct uroce_devdef *def, const struct uroce_netif_lis
 
 /* ---- definitions ---------------------------------------------------------------------- */
 
-static int def_path(const char *rundir, const char *name, char *buf, size_t cap)
+int uroce_dev_path(const char *rundir, const char *name, char *buf, size_t cap)
 {
 	return uroce_rundir_join(buf, cap, "%s/devices/%s", rundir, name);
 }
@@ -225,7 +223,7 @@ static int list_defined(const char *rundir, struct uroce_devdef **out, int *n)
 	while ((e = readdir(dp)) != NULL) {
 		if (uroce_dev_name_check(e->d_name))
 			continue; /* ".", "..", temp files */
-		if (def_path(rundir, e->d_name, path, sizeof(path)) ||
+		if (uroce_dev_path(rundir, e->d_name, path, sizeof(path)) ||
 		    uroce_rundir_read(path, text, sizeof(text), NULL) ||
 		    def_parse(e->d_name, text, &d))
 			continue;
@@ -379,29 +377,8 @@ int uroce_dev_add(const char *rundir, const struct uroce_devdef *def,
 		       uroce_roce_str(def->roce));
 	if (len < 0 || (size_t)len >= sizeof(text))
 		return -EINVAL;
-	err = def_path(rundir, def->name, path, sizeof(path));
+	err = uroce_dev_path(rundir, def->name, path, sizeof(path));
 	if (err)
 		return err;
 	return uroce_rundir_write(path, text, (size_t)len, true);
-}
-
-int uroce_dev_del(const char *rundir, const char *name)
-{
-	char path[PATH_MAX], top[PATH_MAX];
-	int err;
-
-	if (uroce_dev_name_check(name))
-		return -EINVAL;
-	err = def_path(rundir, name, path, sizeof(path));
-	if (err)
-		return err;
-	if (unlink(path) != 0)
-		return errno == ENOENT ? -ENODEV : -errno;
-	/* Best effort: the device is gone whether or not these existed. */
-	if (!uroce_mode_path(rundir, name, UROCE_DEV_PORT, path, sizeof(path)) &&
-	    !uroce_rundir_join(top, sizeof(top), "%s/rdma_cm", rundir))
-		uroce_rundir_remove(path, top);
-	if (!uroce_stats_path(rundir, name, path, sizeof(path)))
-		unlink(path);
-	return 0;
 }

@@ -8,9 +8,9 @@
  * - `uroce link add` writes <rundir>/devices/<NAME>, a text file of "key value" lines
  *   ("netdev eth0", "roce v1,v2"; unknown keys are ignored for forward compatibility). It is
  *   created atomically and exclusively (temp file + link()), so two concurrent adds of one name
- *   cannot both succeed and readers never see a partial definition. `link del` unlinks it and
- *   also removes the device's default RoCE mode and counters, so a later device of the same
- *   name starts afresh (as a re-created rxe device does).
+ *   cannot both succeed and readers never see a partial definition. `link del` (device_del.h)
+ *   unlinks it and also removes the device's default RoCE mode and counters, so a later device
+ *   of the same name starts afresh (as a re-created rxe device does).
  * - A netdev carries at most one device, as rxe refuses a second rxe on one netdev.
  * - Automatic devices: when no device is defined, every interface that is up and has an IPv4
  *   or IPv6 address (loopback included) gets a device named "uroce_" + interface name
@@ -36,6 +36,7 @@
 
 #include <net/if.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "host/os/netif.h"
@@ -91,11 +92,8 @@ const char *uroce_roce_str(unsigned mask);
 int uroce_dev_add(const char *rundir, const struct uroce_devdef *def,
 		  char other[UROCE_DEV_NAME_MAX + 1]);
 
-/*
- * Remove a defined device, its default RoCE mode and its counters. Returns 0, -EINVAL for a bad
- * name, -ENODEV when no device of that name is defined, or an unlink error.
- */
-int uroce_dev_del(const char *rundir, const char *name);
+/* <rundir>/devices/<name>, the definition file, into buf. 0 or -ENAMETOOLONG. */
+int uroce_dev_path(const char *rundir, const char *name, char *buf, size_t cap);
 
 /*
  * The devices that exist: the defined ones sorted by name, or the automatic ones in interface

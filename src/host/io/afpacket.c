@@ -469,6 +469,7 @@ static int pkt_rx(struct uroce_backend *bb, struct uroce_rx_desc *out, int n)
 
 const struct uroce_backend_ops uroce_packet_ops = {
 	.name = "packet",
+	.eperm_msg = UROCE_PACKET_EPERM_MSG,
 	.open = pkt_open,
 	.close = pkt_close,
 	.tx_burst = pkt_tx,

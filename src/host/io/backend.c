@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "host/config/io_counters.h"
-#include "host/io/afpacket.h"
 #include "host/io/backend.h"
 
 uint16_t uroce_udp_sport(uint32_t lqpn, uint32_t rqpn, uint32_t flow_label)
@@ -60,11 +59,10 @@ struct uroce_backend *uroce_backend_base(struct uroce_backend *b)
 
 const char *uroce_backend_strerror(const struct uroce_backend_ops *ops, int err)
 {
-	if (ops == &uroce_packet_ops && (err == -EPERM || err == -EACCES))
-		return UROCE_PACKET_EPERM_MSG;
+	if (ops->eperm_msg && (err == -EPERM || err == -EACCES))
+		return ops->eperm_msg;
 	return strerror(err < 0 ? -err : err);
 }
-
 
 int uroce_backend_inner_fd(const struct uroce_backend *b)
 {

@@ -116,6 +116,8 @@ struct uroce_backend;
 
 struct uroce_backend_ops {
 	const char *name;
+	/* A sentence naming the fix when open() fails with -EPERM or -EACCES, or NULL. */
+	const char *eperm_msg;
 	/* Errors: -EINVAL bad cfg, -EPERM missing privilege, -EADDRNOTAVAIL, -ENODEV, -ENOMEM, or
 	 * the failing system call's errno. */
 	int (*open)(const struct uroce_backend_cfg *cfg, struct uroce_backend **out);
@@ -211,9 +213,8 @@ int uroce_backend_inner_fd(const struct uroce_backend *b);
 struct uroce_backend *uroce_backend_base(struct uroce_backend *b);
 
 /*
- * A sentence for an open() error of ops: the fix for -EPERM on AF_PACKET
- * ("RoCE v1 needs raw sockets: run as root or grant CAP_NET_RAW (setcap cap_net_raw+ep)"),
- * else strerror's text.
+ * A sentence for an open() error of ops: ops->eperm_msg for -EPERM or -EACCES when it has one
+ * (AF_PACKET: UROCE_PACKET_EPERM_MSG, afpacket.h), else strerror's text.
  */
 const char *uroce_backend_strerror(const struct uroce_backend_ops *ops, int err);
 

@@ -15,7 +15,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "host/config/gid.h"
 #include "host/os/neigh.h"
 #include "host/os/rtnl.h"
 #include "host/os/v4mapped.h"
