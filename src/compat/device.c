@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "compat/compat.h"
-#include "compat/private.h"
+#include "compat/rdma_core_driver.h"
 #include "host/os/netif.h"
 #include "host/config/rundir.h"
 

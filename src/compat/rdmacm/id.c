@@ -14,7 +14,7 @@
 #include "cm/cma.h"
 #include "compat/rdmacm/addr.h"
 #include "compat/rdmacm/rdmacm.h"
-#include "compat/uroce_private.h"
+#include "compat/ibverbs_for_rdmacm.h"
 #include "host/os/neigh.h"
 #include "host/os/route.h"
 

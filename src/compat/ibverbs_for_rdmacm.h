@@ -5,8 +5,8 @@
  * against our libibverbs, so the host layer's state (the opened device, its engine and sockets)
  * exists once, in libibverbs.
  */
-#ifndef UROCE_COMPAT_UROCE_PRIVATE_H
-#define UROCE_COMPAT_UROCE_PRIVATE_H
+#ifndef UROCE_COMPAT_IBVERBS_FOR_RDMACM_H
+#define UROCE_COMPAT_IBVERBS_FOR_RDMACM_H
 
 #include <infiniband/verbs.h>
 #include <stdint.h>

@@ -10,8 +10,8 @@
  * uroce device. So the prototypes below keep only what matters for the call: the return type
  * (int 0/errno for ibv_cmd_*, NULL + errno for pointers).
  */
-#ifndef UROCE_COMPAT_PRIVATE_H
-#define UROCE_COMPAT_PRIVATE_H
+#ifndef UROCE_COMPAT_RDMA_CORE_DRIVER_H
+#define UROCE_COMPAT_RDMA_CORE_DRIVER_H
 
 #include <infiniband/verbs.h>
 #include <stdbool.h>
