@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "cmd.h"
-#include "host/device.h"
-#include "host/gid.h"
-#include "host/netif.h"
+#include "host/config/device.h"
+#include "host/config/gid.h"
+#include "host/os/netif.h"
 
 #define USAGE_LINE "usage: uroce gids [NAME]\n"
 

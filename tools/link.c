@@ -10,10 +10,11 @@
 #include <string.h>
 
 #include "cmd.h"
-#include "host/device.h"
-#include "host/mode.h"
-#include "host/netif.h"
-#include "host/rundir.h"
+#include "host/config/device.h"
+#include "host/config/device_del.h"
+#include "host/config/mode.h"
+#include "host/os/netif.h"
+#include "host/config/rundir.h"
 
 #define USAGE_LINES                                                                               \
 	"usage: uroce link add NAME netdev IFNAME [roce v1|v2|v1,v2]\n"                           \

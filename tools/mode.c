@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "cmd.h"
-#include "host/device.h"
-#include "host/mode.h"
+#include "host/config/device.h"
+#include "host/config/mode.h"
 
 #define USAGE_LINE "usage: uroce mode -d DEV [-p PORT] [-m 1|2]\n"
 #define USAGE_HINT "Run 'uroce help mode' for more.\n"

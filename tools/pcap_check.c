@@ -10,7 +10,7 @@
 
 #include "cmd.h"
 #include "frame_print.h"
-#include "host/pcap.h"
+#include "host/io/pcap.h"
 #include "wire/packet.h"
 
 #define USAGE_LINE "usage: uroce pcap-check [-q] FILE...\n"

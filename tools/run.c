@@ -41,7 +41,7 @@
 #include <unistd.h>
 
 #include "cmd.h"
-#include "host/backend.h"
+#include "host/io/faults.h"
 
 #ifndef UROCE_BUILD_LIBDIR
 #define UROCE_BUILD_LIBDIR ""

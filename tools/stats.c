@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "cmd.h"
-#include "host/device.h"
-#include "host/stats.h"
+#include "host/config/device.h"
+#include "host/config/stats.h"
 
 #define USAGE_LINE "usage: uroce stats [NAME]\n"
 

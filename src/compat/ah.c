@@ -8,7 +8,8 @@
 #include <string.h>
 
 #include "compat/compat.h"
-#include "host/gid.h"
+#include "host/config/gid.h"
+#include "host/os/v4mapped.h"
 #include "wire/bytes.h"
 #include "wire/hdr.h"
 

@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 #include "host/ctx.h"
-#include "host/device.h"
+#include "host/config/device.h"
 #include "transport/engine.h"
 
 #define compat_container_of(ptr, type, member) \

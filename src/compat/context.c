@@ -8,7 +8,7 @@
 #include <errno.h>
 
 #include "compat/compat.h"
-#include "compat/uroce_private.h"
+#include "compat/ibverbs_for_rdmacm.h"
 
 _Static_assert(sizeof(struct verbs_context) == 648, "rdma-core v44 struct verbs_context");
 _Static_assert(offsetof(struct verbs_context, context) == 320, "context at 320");

@@ -10,9 +10,9 @@
 #include <unistd.h>
 
 #include "compat/compat.h"
-#include "compat/private.h"
-#include "host/netif.h"
-#include "host/rundir.h"
+#include "compat/rdma_core_driver.h"
+#include "host/os/netif.h"
+#include "host/config/rundir.h"
 
 /* What +664 points at: an object that is neither libmlx5's nor libefa's device ops. */
 static const struct {

@@ -6,7 +6,7 @@
 #include <rdma/ib_user_verbs.h>
 #include <string.h>
 
-#include "compat/private.h"
+#include "compat/rdma_core_driver.h"
 
 void ibv_copy_ah_attr_from_kern(struct ibv_ah_attr *dst, struct ib_uverbs_ah_attr *src)
 {

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "compat/compat.h"
-#include "compat/uroce_private.h"
+#include "compat/ibverbs_for_rdmacm.h"
 
 _Static_assert(IBV_QPT_RC == (int)UROCE_QPT_RC && IBV_QPT_UC == (int)UROCE_QPT_UC &&
 		       IBV_QPT_UD == (int)UROCE_QPT_UD,

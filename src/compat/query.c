@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "compat/compat.h"
-#include "compat/private.h"
+#include "compat/rdma_core_driver.h"
 
 #ifndef UROCE_VERSION
 #define UROCE_VERSION "0"

@@ -8,7 +8,7 @@
 #include <errno.h>
 
 #include "compat/compat.h"
-#include "compat/private.h"
+#include "compat/rdma_core_driver.h"
 
 /* ---- public verbs ---------------------------------------------------------------------------- */
 

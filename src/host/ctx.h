@@ -50,9 +50,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "host/backend.h"
-#include "host/device.h"
-#include "host/gid.h"
+#include "host/config/device.h"
+#include "host/config/gid.h"
+#include "host/config/io_counters.h"
 #include "transport/engine.h"
 
 struct uroce_ctx;

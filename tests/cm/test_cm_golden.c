@@ -17,7 +17,7 @@
 #include "check.h"
 #include "cm/cma.h"
 #include "cm/msg.h"
-#include "host/pcap.h"
+#include "host/io/pcap.h"
 #include "wire/bytes.h"
 #include "wire/packet.h"
 

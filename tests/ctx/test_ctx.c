@@ -24,8 +24,9 @@
 #include <unistd.h>
 
 #include "../check.h"
+#include "host/config/io_counters.h"
 #include "host/ctx.h"
-#include "host/netif.h"
+#include "host/os/netif.h"
 
 static int evfd;
 

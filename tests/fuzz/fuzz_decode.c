@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "host/pcap.h"
+#include "host/io/pcap.h"
 #include "wire/icrc.h"
 #include "wire/mad.h"
 #include "wire/packet.h"

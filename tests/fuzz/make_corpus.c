@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "host/pcap.h"
+#include "host/io/pcap.h"
 #include "wire/bytes.h"
 #include "wire/icrc.h"
 #include "wire/packet.h"

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "host/pcap.h"
+#include "host/io/pcap.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -18,12 +18,14 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "host/device.h"
-#include "host/gid.h"
-#include "host/mode.h"
-#include "host/netif.h"
-#include "host/rundir.h"
-#include "host/stats.h"
+#include "host/config/device.h"
+#include "host/config/device_del.h"
+#include "host/config/gid.h"
+#include "host/config/io_counters.h"
+#include "host/config/mode.h"
+#include "host/config/rundir.h"
+#include "host/config/stats.h"
+#include "host/os/netif.h"
 
 static char rundir[PATH_MAX];
 

@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "host/gid.h"
-#include "host/netif.h"
+#include "host/config/gid.h"
+#include "host/os/netif.h"
 
 /*
  * The watch's answer after a change: IPv6 address notifications can come from the kernel's

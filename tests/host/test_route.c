@@ -41,7 +41,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "host/route.h"
+#include "host/os/route.h"
 
 /* "198.18.0.1", "fd00::1", "fe80::1%h0" (scope by interface name) or "::ffff:1.2.3.4". */
 static struct sockaddr_storage addr(const char *s)

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "../check.h"
+#include "host/config/io_counters.h"
 #include "host/ctx.h"
 #include "wire/packet.h"
 

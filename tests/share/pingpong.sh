@@ -3,7 +3,7 @@
 #
 # Unmodified Debian pingpongs (ibverbs-utils) with server and client as two processes on ONE
 # host and ONE device: both bind 127.0.0.1:4791, and the kernel's SO_REUSEPORT steering program
-# hands each datagram to the process that owns its destination QP (src/host/share.h).
+# hands each datagram to the process that owns its destination QP (src/host/io/share_group.h).
 #   pingpong.sh CASE LIBDIR       CASE: rc | rc_events | uc | ud | srq
 #
 # Runs in a network namespace of its own with only lo up (port 4791 of the host is not touched),

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Several processes on one device (src/host/share.h).
+ * Several processes on one device (src/host/io/share_*.h).
  *
  *   test_share unit    the pure parts: compaction, the steering program and the RoCE v1 socket
  *                      filter (run by a small classic BPF interpreter written here from the
@@ -49,9 +49,12 @@
 #include <unistd.h>
 
 #include "../check.h"
+#include "host/config/io_counters.h"
+#include "host/config/rundir.h"
 #include "host/ctx.h"
-#include "host/rundir.h"
-#include "host/share.h"
+#include "host/io/share_members.h"
+#include "host/io/share_prog.h"
+#include "host/io/share_slots.h"
 
 #define FILE_MAX_TEST (128 << 10)
 
@@ -581,7 +584,7 @@ static void test_v1_filter(void)
 	CHECK(v1_filter(p, n, 0x3FF, false, 0x8915, 0) == 0);
 	CHECK(v1_filter(p, n, 0x401, false, 0x8915, 0) == 0);
 	CHECK(v1_filter(p, n, 1, false, 0x8915, 0) == 0xFFFFFFFF);
-	/* Every QPN (what packet.c attaches without a range): RoCE v1 frames only. */
+	/* Every QPN (what afpacket.c attaches without a range): RoCE v1 frames only. */
 	n = uroce_v1_filter_prog(p, UROCE_V1_FILTER_LEN, 0, 0xFFFFFF, NULL, 0, -1);
 	CHECK(v1_filter(p, n, 0, false, 0x8915, 0) == 0xFFFFFFFF);
 	CHECK(v1_filter(p, n, 0xFFFFFF, true, 0x8915, 0) == 0xFFFFFFFF);
@@ -1393,7 +1396,7 @@ static void test_procs(const char *rundir)
 /*
  * How crafted QP1 MADs are sent: a UDP datagram to (127.0.0.1, port) (RoCE v2), or a RoCE v1
  * frame sent on interface ifindex to its own MAC, which the device's processes take from the
- * kernel as it leaves (packet.c's local delivery).
+ * kernel as it leaves (afpacket.c's local delivery).
  */
 struct mad_tx {
 	int fd;
@@ -1598,7 +1601,7 @@ static int test_gsi_v1(const char *dev, const char *ifname)
 /*
  * test_share v1self DEV (run by v1.sh, in its namespace and run-time directory): two RC QPs of
  * ONE process on RoCE v1 device DEV, connected through its IPv4 GID, exchange SENDs both ways.
- * Local delivery takes the frames from the kernel as they leave the interface (packet.c); each
+ * Local delivery takes the frames from the kernel as they leave the interface (afpacket.c); each
  * must arrive exactly once: no duplicate, no loss, nothing for no QP.
  */
 static int test_v1self(const char *dev)

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 #
-# Several processes on ONE RoCE v1 device (AF_PACKET, src/host/packet.c): each process's socket
-# carries a classic BPF filter that keeps the frames of its own QPNs (share.h,
+# Several processes on ONE RoCE v1 device (AF_PACKET, src/host/io/afpacket.c): each process's socket
+# carries a classic BPF filter that keeps the frames of its own QPNs (share_prog.h,
 # uroce_v1_filter_prog), and frames sent to the interface's own MAC are delivered locally, taken
 # from the kernel as they leave the interface (they never come back from the wire).
 #   v1.sh CASE UROCE TEST_SHARE

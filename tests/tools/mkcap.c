@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "host/pcap.h"
+#include "host/io/pcap.h"
 #include "wire/bytes.h"
 #include "wire/mad.h"
 #include "wire/packet.h"

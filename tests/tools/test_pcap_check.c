@@ -15,7 +15,7 @@
 
 #include "check.h"
 #include "cmd.h"
-#include "host/pcap.h"
+#include "host/io/pcap.h"
 #include "wire/bytes.h"
 
 static const char *const captures[] = {

@@ -31,7 +31,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "host/pcap.h"
+#include "host/io/pcap.h"
 #include "wire/bytes.h"
 #include "wire/icrc.h"
 #include "wire/packet.h"

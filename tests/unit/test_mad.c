@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "host/pcap.h"
+#include "host/io/pcap.h"
 #include "wire/bytes.h"
 #include "wire/mad.h"
 #include "wire/packet.h"

@@ -11,9 +11,10 @@
 #include <string.h>
 
 #include "compat/rdmacm/addr.h"
-#include "host/gid.h"
-#include "host/mode.h"
-#include "host/rundir.h"
+#include "host/config/gid.h"
+#include "host/config/mode.h"
+#include "host/config/rundir.h"
+#include "host/os/v4mapped.h"
 
 void cma_gid_of_sa(const struct sockaddr *sa, uint8_t gid[16])
 {

@@ -13,7 +13,8 @@
 #include "cm/cma.h"
 #include "compat/rdmacm/addr.h"
 #include "compat/rdmacm/rdmacm.h"
-#include "host/gid.h"
+#include "host/config/gid.h"
+#include "host/os/v4mapped.h"
 
 
 #define CMA_CM_RESPONSE_TIMEOUT 20

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "compat/rdmacm/rdmacm.h"
-#include "compat/uroce_private.h"
+#include "compat/ibverbs_for_rdmacm.h"
 #include "wire/mad.h"
 
 #define UROCE_CMA_RECVS 64

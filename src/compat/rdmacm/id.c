@@ -14,9 +14,9 @@
 #include "cm/cma.h"
 #include "compat/rdmacm/addr.h"
 #include "compat/rdmacm/rdmacm.h"
-#include "compat/uroce_private.h"
-#include "host/neigh.h"
-#include "host/route.h"
+#include "compat/ibverbs_for_rdmacm.h"
+#include "host/os/neigh.h"
+#include "host/os/route.h"
 
 static struct cma_id *all_ids; /* every live id, for port allocation (lock held) */
 

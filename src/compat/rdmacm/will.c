@@ -19,8 +19,9 @@
 
 #include "compat/rdmacm/rdmacm.h"
 #include "compat/rdmacm/will.h"
-#include "host/backend.h"
-#include "host/gid.h"
+#include "host/config/gid.h"
+#include "host/io/udp.h"
+#include "host/os/v4mapped.h"
 
 extern char **environ;
 

@@ -1,0 +1,1045 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * RoCE v2 over kernel UDP sockets: no privileges needed (DESIGN.md).
+ *
+ * One socket per configured local address, bound to (address, port). The kernel writes the IP
+ * and UDP headers; we write BTH..ICRC and compute the ICRC over the pseudo-header the kernel will
+ * send. The one field we cannot see is the IPv4 ID (roce-reference 1.12):
+ *  - send: unconnected socket with IP_PMTUDISC_DO, so the kernel sends ID 0, and the ICRC is
+ *    computed with ID 0;
+ *  - receive: the ICRC is computed with ID 0 and the ID solved for (uroce_v2_rx_verify); a
+ *    packet no ID explains is an ICRC drop. DF is assumed set (rxe and NICs set it).
+ * IPv6 has no ID: plain ICRC check. Over IPv6 rxe sends a zero UDP checksum, which a socket
+ * drops unless UDP_NO_CHECK6_RX is set.
+ *
+ * Batching: sendmmsg/recvmmsg, `batch` packets per call; each sent packet is three iovecs,
+ * [BTH+ext headers | payload in place | pad + ICRC], so the payload is not copied. In a GSO
+ * send, one packet's pad + ICRC and the next one's headers are one iovec (two per packet
+ * instead of three: the kernel's copy walks fewer pieces; the bare-UDP ceiling, bench/, sends
+ * about 5 % more so).
+ * TOS/traffic class and TTL/hop limit go in control messages, once per send.
+ *
+ * Segmentation offload. The kernel's per-datagram path (socket, route, IP, UDP, veth or the
+ * NIC, and again on receive) costs far more than our own work per packet, so:
+ *  - send (UDP GSO): consecutive packets of one burst to the same destination address and
+ *    process (QPN slot: several QPs' turns may share a send), with the same TOS/TTL and the
+ *    same length (the last may be shorter), go as one send with a UDP_SEGMENT control message:
+ *    the kernel cuts it into one datagram per packet as late as it can (in the NIC, or never on
+ *    veth and loopback). The kernel gives the segments IPv4 IDs
+ *    0, 1, 2, ... (ID 0 for the send, as above, then one more per segment: inet_gso_segment),
+ *    so packet k of a send has its ICRC computed with ID k. Grouping by QPN slot keeps the
+ *    steering of shared devices right (the program sees the first segment only); grouping by
+ *    QP instead split every send of several streaming QPs at each turn. A kernel or device that
+ *    refuses GSO (EIO: no checksum offload) turns it off for that socket; a send refused for
+ *    its size is sent again one datagram per packet.
+ *  - receive (UDP GRO): a datagram carrying several packets (our GSO sends arriving whole over
+ *    veth or loopback, or the kernel's GRO merging a flow) comes with its segment size; it is
+ *    split into packets here, each checked on its own (IPv4 ID solved per packet). Segments of
+ *    one datagram that do not fit the caller's array are handed out by the next rx_burst()
+ *    calls, which receive nothing new until they are gone (the ring stays valid). While other
+ *    processes share the socket's group, GRO is off unless the interface is loopback: a
+ *    device's GRO may merge packets for several members' QPs (the kernel asks the socket the
+ *    group's hash picks, not the steering program), and steering looks at the first packet
+ *    only. Loopback merges nothing: its multi-packet datagrams are GSO sends, which the program
+ *    steers whole with or without GRO, and ours hold one member's packets (above). GRO there
+ *    took ib_write_bw between two processes from 18 to 26 Gbit/s. (Packets for a loopback
+ *    address arriving on another device could still be merged: what lands at the wrong member
+ *    is dropped and retransmitted by its sender.)
+ *
+ * The UDP source port is the bound port for every packet (a socket sends from its own port), not
+ * the path's entropy port; receivers accept any (roce-reference 1.9). See fixed_sport.
+ *
+ * Sharing (share_group.h): uroce_udp_open_shared() makes each socket a member of its address's
+ * SO_REUSEPORT group, whose steering program hands every datagram straight to the socket of the
+ * process owning the destination QP. The group's watch fd sits in our epoll set; rx_burst looks
+ * at it every SHARE_CHECK_EVERY bursts, empty or not, so a busy data path (or an application
+ * busy-polling its CQ, which makes empty bursts all the time) pays one check per that many, and
+ * a progress thread woken by the watch fd alone finds it within that many quick rounds.
+ * With several sockets, an empty burst costs one epoll_wait rather than a recvmmsg on each.
+ *
+ * Not done: sending a non-zero IPv6 flow label (rxe sends 0; the ICRC masks it).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <netinet/udp.h>
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "host/config/gid.h"
+#include "host/config/io_counters.h"
+#include "host/io/backend.h"
+#include "host/io/frame.h"
+#include "host/io/share_group.h"
+#include "host/io/share_members.h"
+#include "host/io/udp.h"
+#include "host/io/v2_rx.h"
+#include "host/os/netif.h"
+#include "host/os/v4mapped.h"
+#include "wire/bytes.h"
+
+#ifndef UDP_NO_CHECK6_RX
+#define UDP_NO_CHECK6_RX 102
+#endif
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
+#ifndef SOL_UDP
+#define SOL_UDP 17
+#endif
+
+#define SHARE_CHECK_EVERY 64
+/* Receive buffer per socket (what the kernel accounts: payload plus skb overhead). */
+#define UROCE_UDP_RCVBUF (32 << 20)
+#define TX_CTL_LEN (2 * CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(uint16_t)))
+#define RX_CTL_LEN (CMSG_SPACE(sizeof(struct in6_pktinfo)) + 3 * CMSG_SPACE(sizeof(int)) + 64)
+/* One GSO send: the kernel's UDP_MAX_SEGMENTS (64 in Linux 6.1), and a UDP payload IPv4 allows. */
+#define GSO_MAX_SEGS  64
+#define GSO_MAX_BYTES 65507u
+#define TX_BATCH_MIN  (4 * GSO_MAX_SEGS)
+/* A receive slot when GRO is on: the largest datagram GRO builds (64 KiB). */
+#define GRO_SLOT (64u << 10)
+
+union sa {
+	struct sockaddr sa;
+	struct sockaddr_in in;
+	struct sockaddr_in6 in6;
+};
+
+struct udp_sock {
+	int fd;
+	enum uroce_encap encap;
+	uint8_t gid[16];
+	struct uroce_share_group *share; /* NULL: bound alone */
+	bool gso;			 /* send with UDP_SEGMENT */
+	bool gro;			 /* UDP_GRO is on */
+};
+
+/* A received datagram, parsed: where it came from, and how to cut it. */
+struct rx_meta {
+	struct uroce_v2_rx_in in; /* data and len: per packet */
+	uint16_t seg;		  /* GRO segment size; 0: one packet */
+	uint8_t drop;		  /* counter to bump instead (UROCE_IO_RX_DROP_*), 0: none */
+};
+
+struct udp_be {
+	struct uroce_backend b;
+	struct udp_sock s[UROCE_BACKEND_MAX_ADDRS];
+	int ns;
+	int epfd;
+	int ifindex;
+	int batch;  /* datagrams per recvmmsg */
+	int tbatch; /* packets per send burst */
+	uint32_t slot;
+	bool want_gro;	   /* GRO allowed (cfg); on per socket while the group has one member */
+	bool gro_shared;   /* ... or always: the interface is loopback (see the top of the file) */
+	bool gso_once_off; /* the next send goes one datagram per packet (a GSO send failed) */
+	int rx_rr; /* socket to read first, round robin */
+	const struct uroce_share_cfg *share; /* during open only */
+	unsigned share_tick;
+	/* transmit scratch, batch entries each */
+	struct uroce_txframe *tf;
+	struct uroce_path *tpath; /* the path with the real source port */
+	struct mmsghdr *gmsg;	  /* one per send (a GSO send covers several packets) */
+	int *gsegs;		  /* packets in each send */
+	struct iovec *tiov;	  /* three per packet */
+	struct iovec *giov;	  /* GSO sends: two per packet and one (join_iovecs) */
+	union sa *tname;
+	uint8_t *tctl;
+	/* receive ring */
+	uint8_t *ring;
+	struct mmsghdr *rmsg;
+	struct iovec *riov;
+	union sa *rname;
+	uint8_t *rctl;
+	struct rx_meta *rmeta;
+	int rcount;    /* datagrams in the ring */
+	int rnext;     /* the next one to split */
+	uint32_t roff; /* where its next packet starts */
+	struct uroce_ipid_cache cache;
+};
+
+
+
+static void gid_str(const uint8_t *g, char *buf, size_t len)
+{
+	if (uroce_gid_is_v4(g))
+		inet_ntop(AF_INET, g + 12, buf, (socklen_t)len);
+	else
+		inet_ntop(AF_INET6, g, buf, (socklen_t)len);
+}
+
+static void udp_close(struct uroce_backend *bb)
+{
+	struct udp_be *b = (struct udp_be *)bb;
+
+	for (int i = 0; i < b->ns; i++) {
+		if (b->s[i].share)
+			uroce_share_leave(b->s[i].share, b->s[i].fd); /* closes the fd */
+		else
+			close(b->s[i].fd);
+	}
+	if (b->epfd >= 0)
+		close(b->epfd);
+	free(b->tf);
+	free(b->tpath);
+	free(b->gmsg);
+	free(b->gsegs);
+	free(b->tiov);
+	free(b->giov);
+	free(b->tname);
+	free(b->tctl);
+	free(b->ring);
+	free(b->rmsg);
+	free(b->riov);
+	free(b->rname);
+	free(b->rctl);
+	free(b->rmeta);
+	free(b);
+}
+
+static int setint(int fd, int level, int opt, int v)
+{
+	return setsockopt(fd, level, opt, &v, sizeof(v)) < 0 ? -errno : 0;
+}
+
+/* Is interface ifindex a loopback device (IFF_LOOPBACK)? */
+static bool is_loopback(int ifindex)
+{
+	unsigned flags;
+
+	return ifindex > 0 && uroce_netif_flags((unsigned)ifindex, &flags) == 0 &&
+	       (flags & IFF_LOOPBACK);
+}
+
+/* GRO on while the socket is alone in its group, or on loopback (see the top of the file). */
+static void update_gro(const struct udp_be *b, struct udp_sock *s)
+{
+	bool on = b->want_gro && (!s->share || b->gro_shared || uroce_share_members(s->share) <= 1);
+
+	if (on != s->gro && setint(s->fd, SOL_UDP, UDP_GRO, on) == 0)
+		s->gro = on;
+}
+
+static int open_sock(struct udp_be *b, const struct uroce_backend_cfg *cfg, const uint8_t *gid)
+{
+	struct udp_sock *s = &b->s[b->ns];
+	bool v4 = uroce_gid_is_v4(gid);
+	char as[INET6_ADDRSTRLEN];
+	union sa a;
+	socklen_t alen;
+	int fd, r = 0;
+
+	gid_str(gid, as, sizeof(as));
+	memset(&a, 0, sizeof(a));
+	if (v4) {
+		a.in.sin_family = AF_INET;
+		a.in.sin_port = htons(b->b.port);
+		memcpy(&a.in.sin_addr, gid + 12, 4);
+		alen = sizeof(a.in);
+		if (a.in.sin_addr.s_addr == 0) {
+			uroce_backend_seterr(cfg,
+			       "RoCE v2 over UDP: %s is not a usable local address: give the "
+			       "device's own address",
+			       as);
+			return -EINVAL;
+		}
+	} else {
+		static const uint8_t zero[16];
+
+		a.in6.sin6_family = AF_INET6;
+		a.in6.sin6_port = htons(b->b.port);
+		memcpy(&a.in6.sin6_addr, gid, 16);
+		alen = sizeof(a.in6);
+		if (memcmp(gid, zero, 16) == 0) {
+			uroce_backend_seterr(cfg,
+			       "RoCE v2 over UDP: %s is not a usable local address: give the "
+			       "device's own address",
+			       as);
+			return -EINVAL;
+		}
+		if (IN6_IS_ADDR_LINKLOCAL(&a.in6.sin6_addr)) {
+			if (!b->ifindex) {
+				uroce_backend_seterr(cfg,
+				       "RoCE v2 over UDP: link-local address %s needs an "
+				       "interface",
+				       as);
+				return -EINVAL;
+			}
+			a.in6.sin6_scope_id = (uint32_t)b->ifindex;
+		}
+	}
+	fd = socket(v4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (v4) {
+		/* DF and ID 0 (roce-reference 1.12). */
+		r = setint(fd, IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO);
+		r = r ? r : setint(fd, IPPROTO_IP, IP_PKTINFO, 1);
+		r = r ? r : setint(fd, IPPROTO_IP, IP_RECVTOS, 1);
+		r = r ? r : setint(fd, IPPROTO_IP, IP_RECVTTL, 1);
+	} else {
+		r = setint(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1);
+		r = r ? r : setint(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, IPV6_PMTUDISC_DO);
+		r = r ? r : setint(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1);
+		r = r ? r : setint(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 1);
+		r = r ? r : setint(fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, 1);
+		/* rxe sends UDP checksum 0 over IPv6 too. */
+		r = r ? r : setint(fd, IPPROTO_UDP, UDP_NO_CHECK6_RX, 1);
+	}
+	if (r) {
+		close(fd);
+		return r;
+	}
+	/*
+	 * Larger buffers help bursts; failure is harmless. A receiver that falls behind a few
+	 * QPs' windows (512 PSNs each) overflows 4 MiB, and a lost first packet of a go-back
+	 * costs a local ACK timeout (about 0.5 s with rdma_cm's): with CAP_NET_ADMIN, go past
+	 * net.core.rmem_max; without it, SO_RCVBUF is capped by it.
+	 */
+	if (setint(fd, SOL_SOCKET, SO_RCVBUFFORCE, UROCE_UDP_RCVBUF))
+		setint(fd, SOL_SOCKET, SO_RCVBUF, UROCE_UDP_RCVBUF);
+	setint(fd, SOL_SOCKET, SO_SNDBUF, 4 << 20);
+	if (b->share) {
+		r = uroce_share_join(b->share, fd, &a.sa, alen, &s->share);
+		if (r == -ENOTRECOVERABLE) {
+			/* No membership file (read-only run-time directory?): bind alone. */
+			r = setint(fd, SOL_SOCKET, SO_REUSEPORT, 0);
+			r = r ? r : (bind(fd, &a.sa, alen) < 0 ? -errno : 0);
+		}
+	} else {
+		r = bind(fd, &a.sa, alen) < 0 ? -errno : 0;
+	}
+	if (r == -EEXIST) {
+		uroce_backend_seterr(cfg, "RoCE v2 over UDP: on %s, another process of the group uses QPNs %u..%u",
+		       as, b->share->qpn_lo, b->share->qpn_hi);
+		close(fd);
+		return r;
+	}
+	if (r < 0) {
+		char port[8];
+
+		snprintf(port, sizeof(port), "%u", b->b.port);
+		if (r == -EADDRINUSE)
+			uroce_backend_seterr(cfg,
+			       "RoCE v2 over UDP: port %s on %s is in use (a uroce process "
+			       "of another user or run-time directory, or the kernel's rxe on "
+			       "this address?)",
+			       port, as);
+		else if (r == -EADDRNOTAVAIL)
+			uroce_backend_seterr(cfg, "RoCE v2 over UDP: %s is not an address of this host", as);
+		else
+			uroce_backend_seterr(cfg, "RoCE v2 over UDP: cannot bind %s: %s", as, strerror(-r));
+		close(fd);
+		return r;
+	}
+	struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)b->ns};
+
+	if (epoll_ctl(b->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ||
+	    (s->share && epoll_ctl(b->epfd, EPOLL_CTL_ADD, uroce_share_fd(s->share), &ev) < 0)) {
+		r = -errno;
+		if (s->share)
+			uroce_share_leave(s->share, fd);
+		else
+			close(fd);
+		s->share = NULL;
+		return r;
+	}
+	s->fd = fd;
+	s->encap = v4 ? UROCE_ENCAP_V2_IPV4 : UROCE_ENCAP_V2_IPV6;
+	memcpy(s->gid, gid, 16);
+	int v;
+	socklen_t vl = sizeof(v);
+
+	/* GSO is sent per message (UDP_SEGMENT control message); the option says it exists. */
+	s->gso = !cfg->no_gso && getsockopt(fd, SOL_UDP, UDP_SEGMENT, &v, &vl) == 0;
+	s->gro = false;
+	update_gro(b, s);
+	b->ns++;
+	return 0;
+}
+
+static int open_backend(const struct uroce_backend_cfg *cfg, const struct uroce_share_cfg *share,
+			struct uroce_backend **out)
+{
+	struct udp_be *b;
+	int r;
+
+	if (cfg->n_addrs < 1 || cfg->n_addrs > UROCE_BACKEND_MAX_ADDRS) {
+		uroce_backend_seterr(cfg, "RoCE v2 over UDP: give 1 to 4 local addresses");
+		return -EINVAL;
+	}
+	if (cfg->batch < 0 || cfg->batch > 1024) {
+		uroce_backend_seterr(cfg, "RoCE v2 over UDP: batch must be 1..1024");
+		return -EINVAL;
+	}
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	b->b.ops = &uroce_udp_ops;
+	b->b.port = cfg->port ? cfg->port : UROCE_UDP_PORT;
+	b->b.fixed_sport = b->b.port;
+	b->epfd = -1;
+	b->batch = cfg->batch ? cfg->batch : UROCE_BACKEND_BATCH;
+	b->slot = cfg->rx_slot ? cfg->rx_slot : UROCE_BACKEND_RX_SLOT;
+	b->ifindex = cfg->ifindex;
+	b->share = share;
+	b->want_gro = !cfg->no_gro;
+	if (b->want_gro && b->slot < GRO_SLOT)
+		b->slot = GRO_SLOT; /* untouched pages of the ring cost no memory */
+	if (!b->ifindex && cfg->ifname) {
+		b->ifindex = (int)if_nametoindex(cfg->ifname);
+		if (!b->ifindex) {
+			uroce_backend_seterr(cfg, "RoCE v2 over UDP: no interface named %s", cfg->ifname);
+			free(b);
+			return -ENODEV;
+		}
+	}
+	b->gro_shared = b->ifindex && is_loopback(b->ifindex);
+	/* A send burst holds a few GSO sends' worth of packets, whatever the receive batch. */
+	b->tbatch = b->batch < TX_BATCH_MIN ? TX_BATCH_MIN : b->batch;
+	size_t nb = (size_t)b->batch, nt = (size_t)b->tbatch;
+
+	b->tf = calloc(nt, sizeof(*b->tf));
+	b->tpath = calloc(nt, sizeof(*b->tpath));
+	b->gmsg = calloc(nt, sizeof(*b->gmsg));
+	b->gsegs = calloc(nt, sizeof(*b->gsegs));
+	b->rmeta = calloc(nb, sizeof(*b->rmeta));
+	b->tiov = calloc(3 * nt, sizeof(*b->tiov));
+	b->giov = calloc(3 * nt, sizeof(*b->giov));
+	b->tname = calloc(nt, sizeof(*b->tname));
+	b->tctl = calloc(nt, TX_CTL_LEN);
+	b->ring = malloc(nb * b->slot);
+	b->rmsg = calloc(nb, sizeof(*b->rmsg));
+	b->riov = calloc(nb, sizeof(*b->riov));
+	b->rname = calloc(nb, sizeof(*b->rname));
+	b->rctl = calloc(nb, RX_CTL_LEN);
+	b->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (!b->tf || !b->tpath || !b->gmsg || !b->gsegs || !b->tiov || !b->giov || !b->tname ||
+	    !b->tctl || !b->ring || !b->rmsg || !b->riov || !b->rname || !b->rctl || !b->rmeta ||
+	    b->epfd < 0) {
+		r = b->epfd < 0 ? -errno : -ENOMEM;
+		udp_close(&b->b);
+		return r;
+	}
+	for (int i = 0; i < cfg->n_addrs; i++) {
+		r = open_sock(b, cfg, cfg->addrs[i]);
+		if (r < 0) {
+			udp_close(&b->b);
+			return r;
+		}
+	}
+	b->share = NULL;
+	*out = &b->b;
+	return 0;
+}
+
+static int udp_open(const struct uroce_backend_cfg *cfg, struct uroce_backend **out)
+{
+	return open_backend(cfg, NULL, out);
+}
+
+uint16_t uroce_udp_port_env(void)
+{
+	const char *s = getenv("UROCE_PORT");
+	uint16_t port = s ? (uint16_t)atoi(s) : 0;
+
+	return port ? port : UROCE_UDP_PORT;
+}
+
+int uroce_udp_open_shared(const struct uroce_backend_cfg *cfg, const struct uroce_share_cfg *share,
+			  struct uroce_backend **out)
+{
+	if (!share || !share->rundir || share->qpn_lo > share->qpn_hi) {
+		uroce_backend_seterr(cfg, "RoCE v2 over UDP: sharing needs a run-time directory and a QPN range");
+		return -EINVAL;
+	}
+	return open_backend(cfg, share, out);
+}
+
+int uroce_udp_share_gsi(struct uroce_backend *bb, const struct uroce_share_cfg *share)
+{
+	struct udp_be *b = (struct udp_be *)uroce_backend_base(bb);
+	int r = 0;
+
+	if (b->b.ops != &uroce_udp_ops)
+		return -EINVAL;
+	for (int i = 0; i < b->ns && r == 0; i++)
+		if (b->s[i].share)
+			r = uroce_share_set_gsi(b->s[i].share, b->s[i].fd, share);
+	return r;
+}
+
+/* The socket bound to gid, or -1. */
+static int sock_of(const struct udp_be *b, const uint8_t *gid)
+{
+	for (int i = 0; i < b->ns; i++)
+		if (memcmp(b->s[i].gid, gid, 16) == 0)
+			return i;
+	return -1;
+}
+
+static bool in_cfg(const struct uroce_backend_cfg *cfg, const uint8_t *gid)
+{
+	for (int k = 0; k < cfg->n_addrs; k++)
+		if (memcmp(cfg->addrs[k], gid, 16) == 0)
+			return true;
+	return false;
+}
+
+/* Close socket i and move the last one into its place (its epoll index follows). */
+static void drop_sock(struct udp_be *b, int i)
+{
+	struct udp_sock *s = &b->s[i];
+
+	epoll_ctl(b->epfd, EPOLL_CTL_DEL, s->fd, NULL);
+	if (s->share) {
+		epoll_ctl(b->epfd, EPOLL_CTL_DEL, uroce_share_fd(s->share), NULL);
+		uroce_share_leave(s->share, s->fd); /* closes the fd */
+	} else {
+		close(s->fd);
+	}
+	if (i != --b->ns) {
+		struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
+
+		*s = b->s[b->ns];
+		epoll_ctl(b->epfd, EPOLL_CTL_MOD, s->fd, &ev);
+		if (s->share)
+			epoll_ctl(b->epfd, EPOLL_CTL_MOD, uroce_share_fd(s->share), &ev);
+	}
+	b->rx_rr = 0;
+}
+
+int uroce_udp_rebind(struct uroce_backend *bb, const struct uroce_backend_cfg *cfg,
+		     const struct uroce_share_cfg *share)
+{
+	struct udp_be *b = (struct udp_be *)uroce_backend_base(bb);
+	int r = 0;
+
+	if (!b || b->b.ops != &uroce_udp_ops || cfg->n_addrs < 1 ||
+	    cfg->n_addrs > UROCE_BACKEND_MAX_ADDRS)
+		return -EINVAL;
+	for (int i = 0; i < b->ns;) {
+		if (in_cfg(cfg, b->s[i].gid))
+			i++;
+		else
+			drop_sock(b, i);
+	}
+	b->share = share;
+	for (int k = 0; k < cfg->n_addrs && r == 0; k++)
+		if (sock_of(b, cfg->addrs[k]) < 0)
+			r = open_sock(b, cfg, cfg->addrs[k]);
+	b->share = NULL;
+	return r;
+}
+
+static int udp_fd(const struct uroce_backend *bb)
+{
+	return ((const struct udp_be *)bb)->epfd;
+}
+
+static int find_sock(const struct udp_be *b, const struct uroce_path *p)
+{
+	for (int i = 0; i < b->ns; i++)
+		if (b->s[i].encap == p->encap && memcmp(b->s[i].gid, p->sgid, 16) == 0)
+			return i;
+	return -1;
+}
+
+static void add_cmsg(struct msghdr *m, size_t *used, int level, int type, const void *v,
+		     size_t len)
+{
+	struct cmsghdr *c = (struct cmsghdr *)((uint8_t *)m->msg_control + *used);
+
+	c->cmsg_level = level;
+	c->cmsg_type = type;
+	c->cmsg_len = CMSG_LEN(len);
+	memcpy(CMSG_DATA(c), v, len);
+	*used += CMSG_SPACE(len);
+	m->msg_controllen = *used;
+}
+
+static void add_cmsg_int(struct msghdr *m, size_t *used, int level, int type, int v)
+{
+	add_cmsg(m, used, level, type, &v, sizeof(v));
+}
+
+/* Packet j's three iovecs: headers, payload in place, pad + ICRC. */
+static void set_iovecs(struct udp_be *b, int j, const struct uroce_tx_pkt *p)
+{
+	struct uroce_txframe *f = &b->tf[j];
+	struct iovec *iov = &b->tiov[3 * j];
+
+	iov[0].iov_base = f->head + f->t_off;
+	iov[0].iov_len = (size_t)(f->head_len - f->t_off);
+	iov[1].iov_base = (void *)(uintptr_t)p->payload; /* the kernel only reads it */
+	iov[1].iov_len = p->payload_len;
+	iov[2].iov_base = f->tail;
+	iov[2].iov_len = f->tail_len;
+}
+
+/*
+ * Frame packet j for d, its ICRC computed with IPv4 ID ip_id, with its three iovecs; returns 0
+ * or the error that makes the packet unsendable.
+ */
+static int prep_tx(struct udp_be *b, int j, const struct uroce_tx_desc *d, uint16_t ip_id)
+{
+	struct uroce_txframe *f = &b->tf[j];
+	const struct uroce_tx_pkt *p = d->pkt;
+	struct uroce_path *path = &b->tpath[j];
+	struct uroce_tx_desc x = {p, path, d->icrc_xor};
+
+	/* The kernel sends from the bound port: the ICRC covers that one, not path->sport. */
+	*path = *d->path;
+	path->sport = b->b.port;
+	int r = uroce_txframe_build(f, &x, b->b.mac, b->b.port, ip_id);
+
+	if (r < 0)
+		return r;
+	set_iovecs(b, j, p);
+	return 0;
+}
+
+/*
+ * Frame packet j, which follows packet j - 1 (IPv4 ID prev_id) in a GSO send with the same
+ * length: headers copied, the pseudo-header's ICRC state from the ID alone (uroce_txframe_next).
+ * Returns 0, or what prep_tx returns for a packet it cannot treat so.
+ */
+static int prep_next(struct udp_be *b, int j, const struct uroce_tx_desc *d, uint16_t prev_id,
+		     uint16_t ip_id)
+{
+	struct uroce_txframe *f = &b->tf[j];
+	const struct uroce_tx_pkt *p = d->pkt;
+
+	if (uroce_txframe_next(f, &b->tf[j - 1], prev_id, d, ip_id) < 0)
+		return prep_tx(b, j, d, ip_id);
+	set_iovecs(b, j, p);
+	return 0;
+}
+
+/* Fill send g, starting at packet j: its address, TOS and TTL (one per send, not per packet). */
+static void prep_msg(struct udp_be *b, int g, int j, bool v4)
+{
+	const struct uroce_path *path = &b->tpath[j];
+	struct msghdr *m = &b->gmsg[g].msg_hdr;
+	union sa *a = &b->tname[g];
+	size_t used = 0;
+
+	memset(m, 0, sizeof(*m));
+	m->msg_iov = &b->tiov[3 * j];
+	m->msg_iovlen = 3;
+	m->msg_name = a;
+	m->msg_control = b->tctl + (size_t)g * TX_CTL_LEN;
+	memset(a, 0, sizeof(*a));
+	if (v4) {
+		a->in.sin_family = AF_INET;
+		a->in.sin_port = htons(b->b.port);
+		memcpy(&a->in.sin_addr, path->dgid + 12, 4);
+		m->msg_namelen = sizeof(a->in);
+		add_cmsg_int(m, &used, IPPROTO_IP, IP_TOS, path->traffic_class);
+		if (path->hop_limit)
+			add_cmsg_int(m, &used, IPPROTO_IP, IP_TTL, path->hop_limit);
+	} else {
+		a->in6.sin6_family = AF_INET6;
+		a->in6.sin6_port = htons(b->b.port);
+		memcpy(&a->in6.sin6_addr, path->dgid, 16);
+		if (IN6_IS_ADDR_LINKLOCAL(&a->in6.sin6_addr) ||
+		    IN6_IS_ADDR_MC_LINKLOCAL(&a->in6.sin6_addr))
+			a->in6.sin6_scope_id = (uint32_t)b->ifindex;
+		m->msg_namelen = sizeof(a->in6);
+		add_cmsg_int(m, &used, IPPROTO_IPV6, IPV6_TCLASS, path->traffic_class);
+		if (path->hop_limit)
+			add_cmsg_int(m, &used, IPPROTO_IPV6, IPV6_HOPLIMIT, path->hop_limit);
+	}
+}
+
+/*
+ * Are QPNs a and b owned by one process of a shared device (one QPN slot, share_slots.h)? The steering
+ * program sees a GSO send's first segment only. QP0/QP1 and the QPNs below the first slot join
+ * only their own QPN.
+ */
+static bool same_owner(uint32_t a, uint32_t b)
+{
+	if (a < UROCE_SHARE_QPN_BASE(0) || b < UROCE_SHARE_QPN_BASE(0))
+		return a == b;
+	return UROCE_SHARE_SLOT_OF(a) == UROCE_SHARE_SLOT_OF(b);
+}
+
+/* May b follow a in one GSO send (lengths aside)? Same address, owner, TOS and TTL. */
+static bool same_flow(const struct uroce_tx_desc *a, const struct uroce_tx_desc *b)
+{
+	return same_owner(a->pkt->dst_qpn, b->pkt->dst_qpn) &&
+	       a->path->traffic_class == b->path->traffic_class &&
+	       a->path->hop_limit == b->path->hop_limit &&
+	       memcmp(a->path->dgid, b->path->dgid, 16) == 0;
+}
+
+/*
+ * The iovecs of a GSO send of packets j..j+m-1 (m > 1), in b->giov from 3 * j: the first
+ * packet's headers, then per packet its payload and its pad + ICRC joined with the next packet's
+ * headers, which are copied into the frame's head just before them (the bytes of the IP and UDP
+ * headers there, which the kernel writes itself and nothing reads again). Returns the count.
+ */
+static size_t join_iovecs(struct udp_be *b, int j, int m)
+{
+	struct iovec *v = &b->giov[3 * j];
+	size_t nv = 0;
+
+	v[nv++] = b->tiov[3 * j];
+	for (int k = j; k < j + m; k++) {
+		const struct uroce_txframe *f = &b->tf[k];
+
+		v[nv++] = b->tiov[3 * k + 1];
+		if (k + 1 == j + m) {
+			v[nv++] = b->tiov[3 * k + 2];
+			break;
+		}
+		struct uroce_txframe *nx = &b->tf[k + 1];
+		uint8_t *at = nx->head + nx->t_off - f->tail_len; /* t_off >= 42 > tail_len */
+
+		memcpy(at, f->tail, f->tail_len);
+		v[nv++] = (struct iovec){at, (size_t)f->tail_len + b->tiov[3 * (k + 1)].iov_len};
+	}
+	return nv;
+}
+
+/*
+ * Prepare up to a batch of d[0..n) (all for socket si) as sends: b->gmsg[0..*nsend) with
+ * b->gsegs[] packets each, the IPv4 ID of each packet in ids[]. Returns the packets prepared;
+ * 0 when d[0] cannot be framed.
+ */
+static int prep_sends(struct udp_be *b, int si, const struct uroce_tx_desc *d, int n, int *nsend,
+		      uint16_t *ids)
+{
+	const struct udp_sock *s = &b->s[si];
+	bool v4 = s->encap == UROCE_ENCAP_V2_IPV4, gso = s->gso && !b->gso_once_off;
+	int cnt = 0, ng = 0, first = 0;
+	uint32_t seglen = 0, bytes = 0;
+	bool open = false; /* the current send takes more segments */
+
+	while (cnt < n && cnt < b->tbatch && (cnt == 0 || find_sock(b, d[cnt].path) == si)) {
+		uint32_t len = (uint32_t)uroce_tx_pkt_len(d[cnt].pkt); /* one segment */
+		bool join = gso && open && cnt - first < GSO_MAX_SEGS && len <= seglen &&
+			    bytes + len <= GSO_MAX_BYTES && same_flow(&d[first], &d[cnt]);
+		/* Segment k of a GSO send leaves with IPv4 ID k (see the top of the file). */
+		uint16_t id = join && v4 ? (uint16_t)(cnt - first) : 0;
+
+		int r = join && v4 && len == seglen ? prep_next(b, cnt, &d[cnt], ids[cnt - 1], id)
+						    : prep_tx(b, cnt, &d[cnt], id);
+
+		if (r < 0)
+			break;
+		ids[cnt] = id;
+		if (join) {
+			b->gsegs[ng - 1]++;
+			bytes += len;
+			open = len == seglen; /* a shorter one is the last */
+		} else {
+			b->gsegs[ng++] = 1;
+			first = cnt;
+			seglen = bytes = len;
+			open = true;
+		}
+		cnt++;
+	}
+	for (int g = 0, j = 0; g < ng; j += b->gsegs[g++]) {
+		struct msghdr *m = &b->gmsg[g].msg_hdr;
+
+		prep_msg(b, g, j, v4);
+		if (b->gsegs[g] == 1)
+			continue;
+		uint16_t gs = (uint16_t)uroce_tx_pkt_len(d[j].pkt);
+		size_t used = m->msg_controllen;
+
+		m->msg_iov = &b->giov[3 * j];
+		m->msg_iovlen = join_iovecs(b, j, b->gsegs[g]);
+		add_cmsg(m, &used, SOL_UDP, UDP_SEGMENT, &gs, sizeof(gs));
+	}
+	*nsend = ng;
+	return cnt;
+}
+
+static int udp_tx(struct uroce_backend *bb, const struct uroce_tx_desc *d, int n)
+{
+	struct udp_be *b = (struct udp_be *)bb;
+	int i = 0;
+
+	b->b.tx_refused_n = 0;
+	if (n > UROCE_TX_BURST_MAX)
+		n = UROCE_TX_BURST_MAX;
+	memset(b->b.tx_ip_id, 0, (size_t)n * sizeof(b->b.tx_ip_id[0]));
+	while (i < n) {
+		int si = find_sock(b, d[i].path), ng = 0;
+
+		if (si < 0) {
+			b->b.cnt[UROCE_IO_TX_NO_SRC]++;
+			uroce_backend_refused(&b->b, i++);
+			continue;
+		}
+		int cnt = prep_sends(b, si, d + i, n - i, &ng, b->b.tx_ip_id + i);
+
+		if (cnt == 0) {
+			b->b.cnt[UROCE_IO_TX_ERR]++; /* this packet cannot be framed */
+			uroce_backend_refused(&b->b, i++);
+			continue;
+		}
+		bool was_gso = b->gsegs[0] > 1;
+		int r = sendmmsg(b->s[si].fd, b->gmsg, (unsigned)ng, MSG_DONTWAIT);
+
+		b->gso_once_off = false;
+		if (r < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS ||
+			    errno == EINTR) {
+				b->b.cnt[UROCE_IO_TX_AGAIN]++;
+				return i;
+			}
+			if (errno == EBADF || errno == ENOTSOCK || errno == EFAULT)
+				return i ? i : -errno;
+			if (was_gso) {
+				/* EIO: the route's device cannot checksum for GSO; no more GSO on
+				 * this socket. Else (too big for the path, ...): these once more, one
+				 * datagram per packet, where the error falls on the packet at fault. */
+				if (errno == EIO || errno == EOPNOTSUPP || errno == ENOPROTOOPT)
+					b->s[si].gso = false;
+				else
+					b->gso_once_off = true;
+				continue;
+			}
+			/* No route, too big, ...: this packet is lost; go on with the next. */
+			b->b.cnt[UROCE_IO_TX_ERR]++;
+			uroce_backend_refused(&b->b, i++);
+			continue;
+		}
+		for (int g = 0, j = 0; g < r; j += b->gsegs[g++]) {
+			for (int k = j; k < j + b->gsegs[g]; k++)
+				b->b.cnt[UROCE_IO_TX_BYTES] += b->tf[k].roce_len;
+			b->b.cnt[UROCE_IO_TX_PKTS] += (uint64_t)b->gsegs[g];
+			if (b->gsegs[g] > 1)
+				b->b.cnt[UROCE_IO_TX_GSO]++;
+			i += b->gsegs[g];
+		}
+	}
+	return i;
+}
+
+/* What the kernel says about received datagram j of socket s; mt->drop when it is unusable. */
+static void parse_rx(struct udp_be *b, const struct udp_sock *s, int j, struct rx_meta *mt)
+{
+	struct msghdr *m = &b->rmsg[j].msg_hdr;
+	const union sa *a = &b->rname[j];
+	struct uroce_v2_rx_in *in = &mt->in;
+	bool have_dst = false;
+
+	memset(mt, 0, sizeof(*mt));
+	in->encap = s->encap;
+	in->ttl = 64;
+	if (m->msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
+		mt->drop = UROCE_IO_RX_DROP_MALFORMED;
+		return;
+	}
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
+		int v;
+
+		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
+			struct in_pktinfo pi;
+
+			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+			uroce_gid_from_v4(in->dst, &pi.ipi_addr);
+			in->ifindex = pi.ipi_ifindex;
+			have_dst = true;
+		} else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) {
+			in->tos = CMSG_DATA(c)[0];
+		} else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TTL) {
+			memcpy(&v, CMSG_DATA(c), sizeof(v));
+			in->ttl = (uint8_t)v;
+		} else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
+			struct in6_pktinfo pi;
+
+			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+			memcpy(in->dst, &pi.ipi6_addr, 16);
+			in->ifindex = (int)pi.ipi6_ifindex;
+			have_dst = true;
+		} else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS) {
+			memcpy(&v, CMSG_DATA(c), sizeof(v));
+			in->tos = (uint8_t)v;
+		} else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_HOPLIMIT) {
+			memcpy(&v, CMSG_DATA(c), sizeof(v));
+			in->ttl = (uint8_t)v;
+		} else if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+			memcpy(&v, CMSG_DATA(c), sizeof(v));
+			mt->seg = v > 0 && v <= 0xFFFF ? (uint16_t)v : 0;
+		}
+	}
+	if (!have_dst) {
+		memcpy(in->dst, s->gid, 16);
+	} else if (memcmp(in->dst, s->gid, 16) != 0) {
+		mt->drop = UROCE_IO_RX_DROP_NOT_FOR_US;
+		return;
+	}
+	if (s->encap == UROCE_ENCAP_V2_IPV4) {
+		if (a->sa.sa_family != AF_INET) {
+			mt->drop = UROCE_IO_RX_DROP_MALFORMED;
+			return;
+		}
+		uroce_gid_from_v4(in->src, &a->in.sin_addr);
+		in->sport = ntohs(a->in.sin_port);
+	} else {
+		if (a->sa.sa_family != AF_INET6) {
+			mt->drop = UROCE_IO_RX_DROP_MALFORMED;
+			return;
+		}
+		memcpy(in->src, &a->in6.sin6_addr, 16);
+		in->sport = ntohs(a->in6.sin6_port);
+	}
+	in->dport = b->b.port;
+	/* A datagram of several packets: the segment size must cut it into at least two. */
+	if (mt->seg && mt->seg >= b->rmsg[j].msg_len)
+		mt->seg = 0;
+	if (mt->seg)
+		b->b.cnt[UROCE_IO_RX_GRO]++;
+}
+
+/* Cut the received datagrams into packets, from where the last call stopped, into out[0..n). */
+static int split_rx(struct udp_be *b, struct uroce_rx_desc *out, int n)
+{
+	int got = 0;
+
+	while (got < n && b->rnext < b->rcount) {
+		const struct rx_meta *mt = &b->rmeta[b->rnext];
+		uint32_t len = b->rmsg[b->rnext].msg_len;
+		struct uroce_v2_rx_in in = mt->in;
+
+		if (mt->drop) {
+			b->b.cnt[mt->drop]++;
+			b->rnext++;
+			b->roff = 0;
+			continue;
+		}
+		in.data = b->ring + (size_t)b->rnext * b->slot + b->roff;
+		in.len = mt->seg && len - b->roff > mt->seg ? mt->seg : len - b->roff;
+		b->roff += in.len;
+		if (b->roff >= len) {
+			b->rnext++;
+			b->roff = 0;
+		}
+		int r = uroce_v2_rx_verify(&out[got], &b->cache, &in);
+
+		if (r < 0) {
+			b->b.cnt[r == -EILSEQ ? UROCE_IO_RX_DROP_ICRC : UROCE_IO_RX_DROP_MALFORMED]++;
+			continue;
+		}
+		if (out[got].ip_id)
+			b->b.cnt[UROCE_IO_RX_IPID_SOLVED]++;
+		b->b.cnt[UROCE_IO_RX_PKTS]++;
+		b->b.cnt[UROCE_IO_RX_BYTES] += out[got].pkt.len;
+		got++;
+	}
+	return got;
+}
+
+/*
+ * Which sockets have datagrams: with one socket, assume it has (recvmmsg tells); with several,
+ * one epoll_wait instead of an empty recvmmsg on each (a busy-polling application asks many
+ * times per packet). Returns a bit mask of socket indexes.
+ */
+static unsigned rx_ready(struct udp_be *b)
+{
+	struct epoll_event ev[2 * UROCE_BACKEND_MAX_ADDRS];
+	unsigned mask = 0;
+
+	if (b->ns == 1)
+		return 1;
+	int k = epoll_wait(b->epfd, ev, 2 * UROCE_BACKEND_MAX_ADDRS, 0);
+
+	if (k < 0)
+		return (1u << b->ns) - 1; /* EINTR: try them all */
+	for (int i = 0; i < k; i++)
+		mask |= 1u << (ev[i].data.u32 & 0xFF); /* a group's fd: harmless extra look */
+	return mask;
+}
+
+static int udp_rx(struct uroce_backend *bb, struct uroce_rx_desc *out, int n)
+{
+	struct udp_be *b = (struct udp_be *)bb;
+	int slot0 = 0;
+
+	/* Packets of datagrams already received come first; the ring must stay as it is. */
+	if (b->rnext < b->rcount)
+		return split_rx(b, out, n);
+	/* At most a batch of datagrams per call; n still bounds the packets handed out (a GRO
+	 * datagram holds up to 64), and returning fewer than n must mean nothing is held back:
+	 * callers stop asking then, and sleep on the sockets, which are no longer readable. */
+	int slots = n < b->batch ? n : b->batch;
+	unsigned ready = rx_ready(b);
+
+	for (int k = 0; k < b->ns && slot0 < slots; k++) {
+		int si = (b->rx_rr + k) % b->ns;
+		const struct udp_sock *s = &b->s[si];
+		int cnt = slots - slot0;
+
+		if (!(ready & (1u << si)))
+			continue;
+
+		for (int j = slot0; j < slot0 + cnt; j++) {
+			struct msghdr *m = &b->rmsg[j].msg_hdr;
+
+			b->riov[j].iov_base = b->ring + (size_t)j * b->slot;
+			b->riov[j].iov_len = b->slot;
+			memset(m, 0, sizeof(*m));
+			m->msg_iov = &b->riov[j];
+			m->msg_iovlen = 1;
+			m->msg_name = &b->rname[j];
+			m->msg_namelen = sizeof(b->rname[j]);
+			m->msg_control = b->rctl + (size_t)j * RX_CTL_LEN;
+			m->msg_controllen = RX_CTL_LEN;
+		}
+		int r = recvmmsg(s->fd, b->rmsg + slot0, (unsigned)cnt, MSG_DONTWAIT, NULL);
+
+		if (r < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+				continue;
+			/* ICMP errors reported on the socket, and the like: not fatal. */
+			if (errno == ECONNREFUSED || errno == EHOSTUNREACH || errno == ENETUNREACH)
+				continue;
+			if (slot0)
+				break;
+			return -errno;
+		}
+		for (int j = slot0; j < slot0 + r; j++)
+			parse_rx(b, s, j, &b->rmeta[j]);
+		slot0 += r;
+	}
+	b->rcount = slot0;
+	b->rnext = 0;
+	b->roff = 0;
+	b->rx_rr = (b->rx_rr + 1) % b->ns;
+	/* Group changes (a member died, joined, left): never per burst. */
+	if (++b->share_tick >= SHARE_CHECK_EVERY) {
+		b->share_tick = 0;
+		for (int i = 0; i < b->ns; i++) {
+			if (!b->s[i].share)
+				continue;
+			uroce_share_check(b->s[i].share, b->s[i].fd);
+			update_gro(b, &b->s[i]); /* someone may have joined or left */
+		}
+	}
+	return split_rx(b, out, n);
+}
+
+const struct uroce_backend_ops uroce_udp_ops = {
+	.name = "udp",
+	.open = udp_open,
+	.close = udp_close,
+	.tx_burst = udp_tx,
+	.rx_burst = udp_rx,
+	.fd = udp_fd,
+};

@@ -1,0 +1,2 @@
+/* Fixture: the other half of the cycle. */
+#include "host/config/a.h"

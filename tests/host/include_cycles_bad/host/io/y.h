@@ -1,0 +1,1 @@
+/* Fixture: included from a layer below. */

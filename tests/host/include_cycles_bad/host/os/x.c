@@ -1,0 +1,2 @@
+/* Fixture: an os/ file that includes an io/ header, a layer above it. */
+#include "host/io/y.h"
