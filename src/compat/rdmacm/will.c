@@ -20,7 +20,7 @@
 #include "compat/rdmacm/rdmacm.h"
 #include "compat/rdmacm/will.h"
 #include "host/config/gid.h"
-#include "host/io/udp.h"
+#include "host/config/udp_port.h"
 #include "host/os/v4mapped.h"
 
 extern char **environ;

@@ -448,14 +448,6 @@ static int udp_open(const struct uroce_backend_cfg *cfg, struct uroce_backend **
 	return open_backend(cfg, NULL, out);
 }
 
-uint16_t uroce_udp_port_env(void)
-{
-	const char *s = getenv("UROCE_PORT");
-	uint16_t port = s ? (uint16_t)atoi(s) : 0;
-
-	return port ? port : UROCE_UDP_PORT;
-}
-
 int uroce_udp_open_shared(const struct uroce_backend_cfg *cfg, const struct uroce_share_cfg *share,
 			  struct uroce_backend **out)
 {

@@ -9,13 +9,11 @@
 
 #include <stdint.h>
 
+#include "host/config/udp_port.h"
 #include "host/io/backend.h"
 #include "host/io/share_group.h"
 
 extern const struct uroce_backend_ops uroce_udp_ops;
-
-/* The RoCE v2 UDP port this process uses: UROCE_PORT when set (tests), else 4791. */
-uint16_t uroce_udp_port_env(void);
 
 /*
  * The RoCE v2 UDP backend with its sockets in shared groups (uroce_udp_ops.open binds them
