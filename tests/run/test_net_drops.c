@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "../check.h"
+#include "../wr.h"
 #include "host/config/io_counters.h"
 #include "host/ctx.h"
 #include "wire/packet.h"
@@ -351,10 +352,10 @@ int main(void)
 	expect_drop("UD SEND to the RC QP", pkt, len, UROCE_CNT_DROP_BAD_OPCODE, -1);
 
 	/* ---- unharmed: good packets still work ---- */
-	struct uroce_sge rs = {(uintptr_t)mem[0], sizeof(mem[0]), uroce_mr_lkey(mr)};
-	struct uroce_sge us = {(uintptr_t)mem[1], sizeof(mem[1]), uroce_mr_lkey(mr)};
-	struct uroce_recv_wr rwr = {.wr_id = 1, .sg_list = &rs, .num_sge = 1}, *bad;
-	struct uroce_recv_wr uwr = {.wr_id = 2, .sg_list = &us, .num_sge = 1};
+	struct uroce_sge rs = wr_sge((uintptr_t)mem[0], sizeof(mem[0]), uroce_mr_lkey(mr));
+	struct uroce_sge us = wr_sge((uintptr_t)mem[1], sizeof(mem[1]), uroce_mr_lkey(mr));
+	struct uroce_recv_wr rwr = wr_recv(1, &rs, 1), *bad;
+	struct uroce_recv_wr uwr = wr_recv(2, &us, 1);
 	struct uroce_wc wc;
 
 	uroce_ctx_lock(ctx);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../check.h"
+#include "../wr.h"
 #include "simenv.h"
 #include "wire/bytes.h"
 
@@ -403,33 +404,23 @@ static void post_split_send(struct fx *f, int from, uint64_t wr_id, enum uroce_w
 	int to = !from;
 	uint32_t left = len, total = len + rslack;
 
-	memset(&wr, 0, sizeof(wr));
 	for (int i = 0; i < nsge; i++) {
 		uint32_t piece = i == nsge - 1 ? left : len / (uint32_t)nsge;
 
 		/* pieces with gaps between them in the source */
-		sg[i].addr = simmr_va(&f->m[from], soff + (size_t)i * 64 + (len - left));
-		sg[i].length = piece;
-		sg[i].lkey = f->m[from].lkey;
+		sg[i] = wr_sge(simmr_va(&f->m[from], soff + (size_t)i * 64 + (len - left)), piece,
+			       f->m[from].lkey);
 		left -= piece;
 	}
-	wr.wr_id = wr_id;
-	wr.sg_list = sg;
-	wr.num_sge = nsge;
-	wr.opcode = op;
-	wr.send_flags = UROCE_SEND_SIGNALED;
+	wr = wr_op(op, wr_id, sg, nsge, UROCE_SEND_SIGNALED);
 	wr.imm_data = 0xA1B2C3D4u ^ (uint32_t)wr_id;
 	for (int i = 0; i < 3; i++) {
 		uint32_t piece = i == 2 ? total - 2 * (total / 3) : total / 3;
 
-		rg[i].addr = simmr_va(&f->m[to], roff + (size_t)i * 32 + (size_t)i * (total / 3));
-		rg[i].length = piece;
-		rg[i].lkey = f->m[to].lkey;
+		rg[i] = wr_sge(simmr_va(&f->m[to], roff + (size_t)i * 32 + (size_t)i * (total / 3)),
+			       piece, f->m[to].lkey);
 	}
-	rw.wr_id = wr_id + 1000;
-	rw.next = NULL;
-	rw.sg_list = rg;
-	rw.num_sge = 3;
+	rw = wr_recv(wr_id + 1000, rg, 3);
 	CHECK(uroce_post_recv(f->q[to].qp, &rw, &rbad) == 0);
 	CHECK(uroce_post_send(f->q[from].qp, &wr, &bad) == 0);
 }
@@ -639,20 +630,10 @@ static void test_read(void)
 
 		memset(f.m[A].buf, 0, MRLEN);
 		/* two SGEs with a gap */
-		sg[0].addr = simmr_va(&f.m[A], 100);
-		sg[0].length = len / 3;
-		sg[0].lkey = f.m[A].lkey;
-		sg[1].addr = simmr_va(&f.m[A], 100 + len / 3 + 50);
-		sg[1].length = len - len / 3;
-		sg[1].lkey = f.m[A].lkey;
-		memset(&wr, 0, sizeof(wr));
-		wr.wr_id = (uint64_t)i;
-		wr.sg_list = sg;
-		wr.num_sge = len ? 2 : 0;
-		wr.opcode = UROCE_WR_RDMA_READ;
-		wr.send_flags = UROCE_SEND_SIGNALED;
-		wr.wr.rdma.remote_addr = simmr_va(&f.m[B], 333);
-		wr.wr.rdma.rkey = f.m[B].rkey;
+		sg[0] = wr_sge(simmr_va(&f.m[A], 100), len / 3, f.m[A].lkey);
+		sg[1] = wr_sge(simmr_va(&f.m[A], 100 + len / 3 + 50), len - len / 3, f.m[A].lkey);
+		wr = wr_read((uint64_t)i, sg, len ? 2 : 0, simmr_va(&f.m[B], 333), f.m[B].rkey,
+			     UROCE_SEND_SIGNALED);
 		CHECK(uroce_post_send(f.q[A].qp, &wr, &bad) == 0);
 		fx_run_idle(&f);
 		CHECK(f.ns[A] == i + 1);
@@ -737,18 +718,10 @@ static void test_inline(void)
 	sim_pattern(data, sizeof(data), 8);
 	CHECK(sim_post_recv1(f.q[B].qp, 1, &f.m[B], 0, 1000) == 0);
 	CHECK(sim_post_recv1(f.q[B].qp, 2, &f.m[B], 1000, 1000) == 0);
-	sg[0].addr = (uint64_t)(uintptr_t)data;
-	sg[0].length = 50;
-	sg[0].lkey = 0; /* inline data needs no lkey */
-	sg[1].addr = (uint64_t)(uintptr_t)(data + 60);
-	sg[1].length = 78;
-	sg[1].lkey = 0;
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 5;
-	wr.sg_list = sg;
-	wr.num_sge = 2;
-	wr.opcode = UROCE_WR_SEND;
-	wr.send_flags = UROCE_SEND_INLINE | UROCE_SEND_SIGNALED;
+	/* inline data needs no lkey */
+	sg[0] = wr_sge((uint64_t)(uintptr_t)data, 50, 0);
+	sg[1] = wr_sge((uint64_t)(uintptr_t)(data + 60), 78, 0);
+	wr = wr_send(5, sg, 2, UROCE_SEND_INLINE | UROCE_SEND_SIGNALED);
 	CHECK(uroce_post_send(f.q[A].qp, &wr, &bad) == 0);
 	memset(data, 0, sizeof(data)); /* the data was copied at post time */
 	fx_run_idle(&f);
@@ -830,19 +803,11 @@ static void test_ud(void)
 	for (int i = 0; i < 4; i++) {
 		memset(f.m[B].buf, 0, 4096);
 		CHECK(sim_post_recv1(f.q[B].qp, 100 + (uint64_t)i, &f.m[B], 0, 40 + 1024) == 0);
-		sge.addr = simmr_va(&f.m[A], 17);
-		sge.length = sizes[i];
-		sge.lkey = f.m[A].lkey;
-		memset(&wr, 0, sizeof(wr));
-		wr.wr_id = (uint64_t)i;
-		wr.sg_list = &sge;
-		wr.num_sge = 1;
+		sge = wr_sge(simmr_va(&f.m[A], 17), sizes[i], f.m[A].lkey);
+		wr = wr_ud_send((uint64_t)i, &sge, 1, ah, uroce_qp_num(f.q[B].qp), f.c.qkey,
+				UROCE_SEND_SIGNALED);
 		wr.opcode = i & 1 ? UROCE_WR_SEND_WITH_IMM : UROCE_WR_SEND;
 		wr.imm_data = 0x55AA0000u + (uint32_t)i;
-		wr.send_flags = UROCE_SEND_SIGNALED;
-		wr.wr.ud.ah = ah;
-		wr.wr.ud.remote_qpn = uroce_qp_num(f.q[B].qp);
-		wr.wr.ud.remote_qkey = f.c.qkey;
 		CHECK(uroce_post_send(f.q[A].qp, &wr, &bad) == 0);
 		fx_run_idle(&f);
 		CHECK(f.ns[A] == i + 1 && f.nr[B] == i + 1);
@@ -990,13 +955,8 @@ static void test_srq(void)
 	CHECK(simmr_reg(&s, B, 65536, c.access, &mb) == 0);
 	sim_pattern(ma.buf, 65536, 4);
 	for (int i = 0; i < 10; i++) {
-		sge.addr = simmr_va(&mb, (size_t)i * 2048);
-		sge.length = 2048;
-		sge.lkey = mb.lkey;
-		rw.wr_id = 500 + (uint64_t)i;
-		rw.next = NULL;
-		rw.sg_list = &sge;
-		rw.num_sge = 1;
+		sge = wr_sge(simmr_va(&mb, (size_t)i * 2048), 2048, mb.lkey);
+		rw = wr_recv(500 + (uint64_t)i, &sge, 1);
 		CHECK(uroce_post_srq_recv(srq, &rw, &bad) == 0);
 	}
 	/* posting to the QP's own receive queue is refused when it uses an SRQ */

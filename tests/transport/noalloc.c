@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../check.h"
+#include "../wr.h"
 #include "transport/engine.h"
 
 void *__real_malloc(size_t n);
@@ -134,11 +135,11 @@ int main(void)
 	connect(&b, &a);
 
 	/* Two SGEs so that packets span them (the bounce path) and MTU 256 so messages segment. */
-	struct uroce_sge sge[2] = { { 0, 700, uroce_mr_lkey(a.mr) },
-				    { 4096, 300, uroce_mr_lkey(a.mr) } };
-	struct uroce_sge rsge = { 0, 4096, uroce_mr_lkey(b.mr) };
-	struct uroce_recv_wr rwr = { .sg_list = &rsge, .num_sge = 1 }, *rbad;
-	struct uroce_send_wr wr = { .sg_list = sge, .num_sge = 2 }, *bad;
+	struct uroce_sge sge[2] = {wr_sge(0, 700, uroce_mr_lkey(a.mr)),
+				   wr_sge(4096, 300, uroce_mr_lkey(a.mr))};
+	struct uroce_sge rsge = wr_sge(0, 4096, uroce_mr_lkey(b.mr));
+	struct uroce_recv_wr rwr = wr_recv(0, &rsge, 1), *rbad;
+	struct uroce_send_wr wr = wr_op(UROCE_WR_SEND, 0, sge, 2, 0), *bad;
 	static const enum uroce_wr_opcode ops[] = {
 		UROCE_WR_SEND, UROCE_WR_SEND_WITH_IMM, UROCE_WR_RDMA_WRITE,
 		UROCE_WR_RDMA_WRITE_WITH_IMM, UROCE_WR_RDMA_READ, UROCE_WR_ATOMIC_FETCH_AND_ADD,

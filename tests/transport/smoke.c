@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../check.h"
+#include "../wr.h"
 #include "transport/engine.h"
 #include "wire/bytes.h"
 #include "wire/hdr.h"
@@ -173,16 +174,12 @@ static void connected(enum uroce_qp_type type)
 	for (uint32_t i = 0; i < 5000; i++)
 		abuf[i] = (uint8_t)(i * 7);
 	memset(bbuf, 0, 8192);
-	struct uroce_sge rs = { .addr = 0x10000, .length = 8192, .lkey = uroce_mr_lkey(bmr) };
-	struct uroce_recv_wr rwr = { .wr_id = 77, .sg_list = &rs, .num_sge = 1 }, *rbad;
+	struct uroce_sge rs = wr_sge(0x10000, 8192, uroce_mr_lkey(bmr));
+	struct uroce_recv_wr rwr = wr_recv(77, &rs, 1), *rbad;
 
 	CHECK(uroce_post_recv(qb, &rwr, &rbad) == 0);
-	struct uroce_sge ss = { .addr = (uintptr_t)abuf, .length = 5000,
-				.lkey = uroce_mr_lkey(amr) };
-	struct uroce_send_wr swr = { .wr_id = 1, .sg_list = &ss, .num_sge = 1,
-				     .opcode = UROCE_WR_SEND_WITH_IMM, .imm_data = 0x1234,
-				     .send_flags = UROCE_SEND_SIGNALED },
-			     *sbad;
+	struct uroce_sge ss = wr_sge((uintptr_t)abuf, 5000, uroce_mr_lkey(amr));
+	struct uroce_send_wr swr = wr_send_imm(1, &ss, 1, 0x1234, UROCE_SEND_SIGNALED), *sbad;
 
 	CHECK(uroce_post_send(qa, &swr, &sbad) == 0);
 	run(&a, &b);
@@ -291,8 +288,8 @@ static void ud(void)
 		at.qp_state = UROCE_QPS_RTS;
 		CHECK(uroce_qp_modify(q, &at, UROCE_QP_STATE | UROCE_QP_SQ_PSN) == 0);
 	}
-	struct uroce_sge rs = { .addr = (uintptr_t)bbuf, .length = 2048, .lkey = uroce_mr_lkey(bmr) };
-	struct uroce_recv_wr rwr = { .wr_id = 9, .sg_list = &rs, .num_sge = 1 }, *rbad;
+	struct uroce_sge rs = wr_sge((uintptr_t)bbuf, 2048, uroce_mr_lkey(bmr));
+	struct uroce_recv_wr rwr = wr_recv(9, &rs, 1), *rbad;
 
 	CHECK(uroce_post_recv(qb, &rwr, &rbad) == 0);
 	struct uroce_av av = { .sgid_index = 1, .is_global = true };
@@ -301,14 +298,11 @@ static void ud(void)
 	memcpy(av.dgid, b.gid, 16);
 	CHECK(uroce_ah_create(a.pd, &av, &ah) == 0);
 	memcpy(abuf, "hello, ud", 9);
-	struct uroce_sge ss = { .addr = (uintptr_t)abuf, .length = 9, .lkey = uroce_mr_lkey(amr) };
-	struct uroce_send_wr swr = { .wr_id = 8, .sg_list = &ss, .num_sge = 1,
-				     .opcode = UROCE_WR_SEND, .send_flags = UROCE_SEND_SIGNALED },
+	struct uroce_sge ss = wr_sge((uintptr_t)abuf, 9, uroce_mr_lkey(amr));
+	struct uroce_send_wr swr = wr_ud_send(8, &ss, 1, ah, uroce_qp_num(qb), 0x11,
+					      UROCE_SEND_SIGNALED),
 			     *sbad;
 
-	swr.wr.ud.ah = ah;
-	swr.wr.ud.remote_qpn = uroce_qp_num(qb);
-	swr.wr.ud.remote_qkey = 0x11;
 	CHECK(uroce_post_send(qa, &swr, &sbad) == 0);
 	/* A wrong Q_Key is dropped and counted. */
 	swr.wr.ud.remote_qkey = 0x12;
@@ -360,18 +354,11 @@ static void turns(enum uroce_mtu mtu, uint32_t msg, int turn)
 		connect(qb[i], &a, uroce_qp_num(qa[i]), true);
 
 		for (uint32_t off = 0; off < (512u << 10); off += msg) {
-			struct uroce_sge ss = {.addr = (uintptr_t)abuf + off,
-					       .length = msg,
-					       .lkey = uroce_mr_lkey(amr)};
-			struct uroce_send_wr swr = {.wr_id = 1,
-						    .sg_list = &ss,
-						    .num_sge = 1,
-						    .opcode = UROCE_WR_RDMA_WRITE,
-						    .send_flags = UROCE_SEND_SIGNALED},
+			struct uroce_sge ss = wr_sge((uintptr_t)abuf + off, msg, uroce_mr_lkey(amr));
+			struct uroce_send_wr swr = wr_write(1, &ss, 1, 0x10000 + off,
+							    uroce_mr_rkey(bmr), UROCE_SEND_SIGNALED),
 					     *sbad;
 
-			swr.wr.rdma.remote_addr = 0x10000 + off;
-			swr.wr.rdma.rkey = uroce_mr_rkey(bmr);
 			CHECK(uroce_post_send(qa[i], &swr, &sbad) == 0);
 		}
 	}
@@ -409,17 +396,9 @@ static void window(enum uroce_mtu mtu, int want)
 	connect(qa, &b, uroce_qp_num(qb), true);
 	connect(qb, &a, uroce_qp_num(qa), true);
 	for (int i = 0; i < 2; i++) {
-		struct uroce_sge ss = {.addr = (uintptr_t)abuf,
-				       .length = sizeof(abuf),
-				       .lkey = uroce_mr_lkey(amr)};
-		struct uroce_send_wr swr = {.wr_id = 1,
-					    .sg_list = &ss,
-					    .num_sge = 1,
-					    .opcode = UROCE_WR_RDMA_WRITE},
-				     *sbad;
+		struct uroce_sge ss = wr_sge((uintptr_t)abuf, sizeof(abuf), uroce_mr_lkey(amr));
+		struct uroce_send_wr swr = wr_write(1, &ss, 1, 0x10000, uroce_mr_rkey(bmr), 0), *sbad;
 
-		swr.wr.rdma.remote_addr = 0x10000;
-		swr.wr.rdma.rkey = uroce_mr_rkey(bmr);
 		CHECK(uroce_post_send(qa, &swr, &sbad) == 0);
 	}
 	int sent = 0, n;
@@ -458,17 +437,11 @@ static void middles(enum uroce_qp_type type)
 	for (uint32_t i = 0; i < len; i++)
 		abuf[i] = (uint8_t)(i * 11 + 3);
 
-	struct uroce_sge ss[2] = {
-		{.addr = (uintptr_t)abuf, .length = len, .lkey = uroce_mr_lkey(amr)}};
-	struct uroce_send_wr swr = {.wr_id = 1,
-				    .sg_list = ss,
-				    .num_sge = 1,
-				    .opcode = UROCE_WR_RDMA_WRITE,
-				    .send_flags = UROCE_SEND_SIGNALED},
+	struct uroce_sge ss[2] = {wr_sge((uintptr_t)abuf, len, uroce_mr_lkey(amr))};
+	struct uroce_send_wr swr = wr_write(1, ss, 1, 0x10000, uroce_mr_rkey(bmr),
+					    UROCE_SEND_SIGNALED),
 			     *sbad;
 
-	swr.wr.rdma.remote_addr = 0x10000;
-	swr.wr.rdma.rkey = uroce_mr_rkey(bmr);
 	CHECK(uroce_post_send(qa, &swr, &sbad) == 0);
 	int n = uroce_eng_tx(a.e, now, tx, 256);
 
@@ -500,8 +473,8 @@ static void middles(enum uroce_qp_type type)
 	}
 
 	/* A SEND of 200 KiB, and a WRITE from two SGEs split at an odd offset. */
-	struct uroce_sge rs = {.addr = 0x10000 + len, .length = len, .lkey = uroce_mr_lkey(bmr)};
-	struct uroce_recv_wr rwr = {.wr_id = 7, .sg_list = &rs, .num_sge = 1}, *rbad;
+	struct uroce_sge rs = wr_sge(0x10000 + len, len, uroce_mr_lkey(bmr));
+	struct uroce_recv_wr rwr = wr_recv(7, &rs, 1), *rbad;
 
 	CHECK(uroce_post_recv(qb, &rwr, &rbad) == 0);
 	swr.opcode = UROCE_WR_SEND;
@@ -509,9 +482,7 @@ static void middles(enum uroce_qp_type type)
 	CHECK(uroce_post_send(qa, &swr, &sbad) == 0);
 	memset(bbuf, 0, 2 * len);
 	ss[0].length = 100003;
-	ss[1] = (struct uroce_sge){.addr = (uintptr_t)abuf + 100003,
-				   .length = len - 100003,
-				   .lkey = uroce_mr_lkey(amr)};
+	ss[1] = wr_sge((uintptr_t)abuf + 100003, len - 100003, uroce_mr_lkey(amr));
 	swr.num_sge = 2;
 	swr.opcode = UROCE_WR_RDMA_WRITE;
 	swr.wr_id = 3;
@@ -546,16 +517,10 @@ static void read_replay(void)
 	connect(qa, &b, uroce_qp_num(qb), true);
 	connect(qb, &a, uroce_qp_num(qa), true);
 	for (uint32_t off = 0; off < 8192; off += 4096) {
-		struct uroce_sge ss = {
-			.addr = (uintptr_t)abuf + off, .length = 4096, .lkey = uroce_mr_lkey(amr)};
-		struct uroce_send_wr swr = {.wr_id = off,
-					    .sg_list = &ss,
-					    .num_sge = 1,
-					    .opcode = UROCE_WR_RDMA_READ},
+		struct uroce_sge ss = wr_sge((uintptr_t)abuf + off, 4096, uroce_mr_lkey(amr));
+		struct uroce_send_wr swr = wr_read(off, &ss, 1, 0x10000 + off, uroce_mr_rkey(bmr), 0),
 				     *sbad;
 
-		swr.wr.rdma.remote_addr = 0x10000 + off;
-		swr.wr.rdma.rkey = uroce_mr_rkey(bmr);
 		CHECK(uroce_post_send(qa, &swr, &sbad) == 0);
 	}
 	int n = uroce_eng_tx(a.e, now, tx, 8);
