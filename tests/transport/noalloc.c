@@ -85,14 +85,14 @@ static void setup(struct node *n, int i)
 	struct uroce_eng_cfg cfg;
 
 	uroce_eng_cfg_default(&cfg);
-	CHECK(uroce_eng_create(&n->e, &cfg) == 0);
-	CHECK(uroce_pd_alloc(n->e, &n->pd) == 0);
-	CHECK(uroce_cq_create(n->e, 64, NULL, &n->cq) == 0);
-	CHECK(uroce_mr_reg(n->pd, mem[i], sizeof(mem[i]), 0, 15, &n->mr) == 0);
+	CHECK_EQ(uroce_eng_create(&n->e, &cfg), 0);
+	CHECK_EQ(uroce_pd_alloc(n->e, &n->pd), 0);
+	CHECK_EQ(uroce_cq_create(n->e, 64, NULL, &n->cq), 0);
+	CHECK_EQ(uroce_mr_reg(n->pd, mem[i], sizeof(mem[i]), 0, 15, &n->mr), 0);
 	struct uroce_qp_init init = { .type = UROCE_QPT_RC, .send_cq = n->cq, .recv_cq = n->cq,
 				      .cap = { 16, 16, 2, 2, 0 } };
 
-	CHECK(uroce_qp_create(n->pd, &init, &n->qp) == 0);
+	CHECK_EQ(uroce_qp_create(n->pd, &init, &n->qp), 0);
 	memset(n->gid, 0, 16);
 	n->gid[15] = (uint8_t)(i + 1);
 }
@@ -165,8 +165,8 @@ int main(void)
 		}
 		if (op == UROCE_WR_SEND || op == UROCE_WR_SEND_WITH_IMM ||
 		    op == UROCE_WR_RDMA_WRITE_WITH_IMM)
-			CHECK(uroce_post_recv(b.qp, &rwr, &rbad) == 0);
-		CHECK(uroce_post_send(a.qp, &wr, &bad) == 0);
+			CHECK_EQ(uroce_post_recv(b.qp, &rwr, &rbad), 0);
+		CHECK_EQ(uroce_post_send(a.qp, &wr, &bad), 0);
 		for (int k = 0; k < 20; k++) {
 			pump(&a, &b);
 			pump(&b, &a);
