@@ -53,7 +53,7 @@ static void check_packet(const char *file, unsigned idx, const uint8_t *data, ui
 	       "%s #%u: re-encode differs (len %zd vs %u)", file, idx, n, f.len);
 
 	/* A short buffer is refused, never overrun. */
-	CHECK(uroce_frame_encode(out, f.len - 1, &f) == -ENOSPC);
+	CHECK_EQ(uroce_frame_encode(out, f.len - 1, &f), -ENOSPC);
 
 	/* Every single-byte corruption of a covered byte fails the ICRC; masked bytes do not. */
 	uint8_t bad[10000];
@@ -94,7 +94,7 @@ int main(int argc, char **argv)
 		struct uroce_pcap_pkt p;
 		unsigned n = 0;
 
-		CHECK(uroce_pcap_open(&r, buf, len) == 0);
+		CHECK_EQ(uroce_pcap_open(&r, buf, len), 0);
 		while ((rc = uroce_pcap_next(&r, &p)) == 1) {
 			check_packet(captures[c], n++, p.data, p.caplen);
 		}

@@ -49,7 +49,7 @@ static void load(const char *path)
 	CHECKF(uroce_file_load(path, &buf, &len) == 0, "load %s", path);
 	if (!buf)
 		return;
-	CHECK(uroce_pcap_open(&r, buf, len) == 0);
+	CHECK_EQ(uroce_pcap_open(&r, buf, len), 0);
 	while (uroce_pcap_next(&r, &p) == 1) {
 		struct uroce_frame f;
 
@@ -57,7 +57,7 @@ static void load(const char *path)
 		if (uroce_frame_decode(&f, p.data, p.caplen) != 0 ||
 		    f.t.bth.opcode != UROCE_OP_UD_SEND_ONLY || f.t.bth.dqpn != UROCE_GSI_QPN)
 			continue;
-		CHECK(f.encap == UROCE_ENCAP_V2_IPV4);
+		CHECK_EQ(f.encap, UROCE_ENCAP_V2_IPV4);
 		CHECKF(nframes < MAX_MADS, "%s: too many MADs", path);
 		if (nframes >= MAX_MADS)
 			break;
@@ -70,7 +70,7 @@ static void load(const char *path)
 		CHECKF(uroce_cm_mad_decode(&c->mad, f.t.payload, f.t.payload_len) == UROCE_MAD_LEN,
 		       "%s frame %u: attr %#x", path, no, uroce_get_be16(f.t.payload + 16));
 		memset(e, 0xA5, sizeof(e));
-		CHECK(uroce_cm_mad_encode(e, sizeof(e), &c->mad) == UROCE_MAD_LEN);
+		CHECK_EQ(uroce_cm_mad_encode(e, sizeof(e), &c->mad), UROCE_MAD_LEN);
 		CHECKF(memcmp(e, f.t.payload, UROCE_MAD_LEN) == 0, "%s frame %u: re-encode differs",
 		       path, no);
 		CHECK(c->mad.hdr.class_version == 2 && c->mad.hdr.method == 0x03);
@@ -102,13 +102,13 @@ static void check_connection(const char *name, const struct cm_frame *fq)
 	struct uroce_cma_hdr h;
 
 	/* The REQ: RC over rdma_cm's TCP port space, RoCE values of roce-reference.md 2.4. */
-	CHECK(uroce_cma_service_id_split(req->service_id, &ps, &port) == 0);
+	CHECK_EQ(uroce_cma_service_id_split(req->service_id, &ps, &port), 0);
 	CHECKF(ps == UROCE_RDMA_PS_TCP && port != 0, "%s: service id %#llx", name,
 	       (unsigned long long)req->service_id);
-	CHECK((req->service_id & UROCE_RDMA_IB_IP_PS_MASK) == UROCE_RDMA_IB_IP_PS_TCP);
+	CHECK_EQ((req->service_id & UROCE_RDMA_IB_IP_PS_MASK), UROCE_RDMA_IB_IP_PS_TCP);
 	CHECK(req->transport_type == UROCE_CM_TRANSPORT_RC && req->pkey == 0xFFFF);
 	CHECK(req->local_qpn != 0 && req->local_qpn > 1 && req->local_ca_guid != 0);
-	CHECK(req->max_cm_retries == 15);
+	CHECK_EQ(req->max_cm_retries, 15);
 	CHECK(req->local_cm_resp_timeout == 20 && req->remote_cm_resp_timeout == 20);
 	CHECK(req->path_mtu >= 1 && req->path_mtu <= 5);
 	CHECK(req->retry_count <= 7 && req->rnr_retry_count <= 7);
@@ -116,10 +116,10 @@ static void check_connection(const char *name, const struct cm_frame *fq)
 	 * cm_form_tid: hi_tid << 32 | (__force u32)local_id, where local_id is __be32: on a
 	 * little-endian host the TID's low word is the comm ID byte-swapped.
 	 */
-	CHECK(__builtin_bswap32((uint32_t)fq->mad.hdr.tid) == req->local_comm_id);
-	CHECK(req->primary.subnet_local == (req->primary.hop_limit <= 1));
+	CHECK_EQ(__builtin_bswap32((uint32_t)fq->mad.hdr.tid), req->local_comm_id);
+	CHECK_EQ(req->primary.subnet_local, (req->primary.hop_limit <= 1));
 	if (req->primary.hop_limit > 1)
-		CHECK(req->primary.local_lid == 0xFFFF);
+		CHECK_EQ(req->primary.local_lid, 0xFFFF);
 	check_gid_v4(req->primary.local_gid, fq->ip_src);
 	check_gid_v4(req->primary.remote_gid, fq->ip_dst);
 	/* rdma_cm's cma_hdr at the start of the private data. */
@@ -128,8 +128,8 @@ static void check_connection(const char *name, const struct cm_frame *fq)
 	CHECK(h.ip_version == 4 && h.port != 0);
 	CHECKF(h.src.ip4 == fq->ip_src && h.dst.ip4 == fq->ip_dst, "%s: cma_hdr %#x -> %#x",
 	       name, h.src.ip4, h.dst.ip4);
-	CHECK((h.src.ip4 & 0xFFFFFF00u) == 0xC6120000u); /* 198.18.0.x */
-	CHECK((h.dst.ip4 & 0xFFFFFF00u) == 0xC6120000u);
+	CHECK_EQ((h.src.ip4 & 0xFFFFFF00u), 0xC6120000u); /* 198.18.0.x */
+	CHECK_EQ((h.dst.ip4 & 0xFFFFFF00u), 0xC6120000u);
 
 	/* REP answers it from the other address. */
 	for (unsigned i = 0; i < nframes; i++)
@@ -141,13 +141,13 @@ static void check_connection(const char *name, const struct cm_frame *fq)
 		return;
 	const struct uroce_cm_rep *rep = &fp->mad.u.rep;
 
-	CHECK(fp->frame_no > fq->frame_no);
+	CHECK_GT(fp->frame_no, fq->frame_no);
 	CHECK(fp->ip_src == fq->ip_dst && fp->ip_dst == fq->ip_src);
 	CHECK(rep->local_comm_id != 0 && rep->local_comm_id != req->local_comm_id);
 	CHECK(rep->local_qpn > 1 && rep->local_ca_guid != 0);
-	CHECK(rep->local_qkey == req->local_qkey);
-	CHECK(rep->rnr_retry_count <= 7);
-	CHECK(fp->mad.hdr.tid == fq->mad.hdr.tid); /* the REP carries the REQ's transaction */
+	CHECK_EQ(rep->local_qkey, req->local_qkey);
+	CHECK_LE(rep->rnr_retry_count, 7);
+	CHECK_EQ(fp->mad.hdr.tid, fq->mad.hdr.tid); /* the REP carries the REQ's transaction */
 
 	/* RTU from the active side. */
 	for (unsigned i = 0; i < nframes; i++)
@@ -156,7 +156,7 @@ static void check_connection(const char *name, const struct cm_frame *fq)
 			ft = &frames[i];
 	CHECKF(ft != NULL, "%s: no RTU", name);
 	if (ft) {
-		CHECK(ft->mad.u.rtu.remote_comm_id == rep->local_comm_id);
+		CHECK_EQ(ft->mad.u.rtu.remote_comm_id, rep->local_comm_id);
 		CHECK(ft->frame_no > fp->frame_no && ft->ip_src == fq->ip_src);
 	}
 
@@ -174,9 +174,9 @@ static void check_connection(const char *name, const struct cm_frame *fq)
 		if (!active && d->local_comm_id != rep->local_comm_id)
 			continue;
 		ndreq++;
-		CHECK(d->remote_comm_id == (active ? rep->local_comm_id : req->local_comm_id));
-		CHECK(d->remote_qpn == (active ? rep->local_qpn : req->local_qpn));
-		CHECK(fd->ip_src == (active ? fq->ip_src : fq->ip_dst));
+		CHECK_EQ(d->remote_comm_id, (active ? rep->local_comm_id : req->local_comm_id));
+		CHECK_EQ(d->remote_qpn, (active ? rep->local_qpn : req->local_qpn));
+		CHECK_EQ(fd->ip_src, (active ? fq->ip_src : fq->ip_dst));
 		const struct cm_frame *fr = NULL;
 
 		for (unsigned j = 0; j < nframes; j++)
@@ -185,7 +185,7 @@ static void check_connection(const char *name, const struct cm_frame *fq)
 				fr = &frames[j];
 		CHECKF(fr != NULL, "%s: no DREP", name);
 		if (fr) {
-			CHECK(fr->mad.u.drep.remote_comm_id == d->local_comm_id);
+			CHECK_EQ(fr->mad.u.drep.remote_comm_id, d->local_comm_id);
 			CHECK(fr->frame_no > fd->frame_no && fr->ip_src == fd->ip_dst);
 		}
 	}
@@ -374,7 +374,7 @@ static void check_tshark(const char *dir, const char *name)
 			     path);
 	for (size_t i = 0; i < NTF && n < sizeof(cmd); i++)
 		n += (size_t)snprintf(cmd + n, sizeof(cmd) - n, " -e %s", tfields[i].name);
-	CHECK(n < sizeof(cmd) - 20);
+	CHECK_LT(n, sizeof(cmd) - 20);
 	snprintf(cmd + n, sizeof(cmd) - n, " 2>/dev/null");
 	f = popen(cmd, "r");
 	CHECKF(f != NULL, "popen tshark");

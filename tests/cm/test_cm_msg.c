@@ -99,7 +99,7 @@ static void msg_mask(const struct msg_ops *m, uint8_t *mask)
 {
 	memset(&s1, 0xFF, sizeof(s1));
 	memset(mask, 0, N);
-	CHECK(m->enc(mask, N, &s1) == N);
+	CHECK_EQ(m->enc(mask, N, &s1), N);
 }
 
 static void test_reserved(void)
@@ -132,13 +132,13 @@ static void test_layout(void)
 	b[95] = 0x98;				     /* ACK timeout 10011 */
 	uroce_put_be32(b + 88, 0x12345000u | 0x2A);  /* flow label 0x12345, rate 42 */
 	uroce_put_be32(b + 132, 0xFFFFF000u);	     /* alternate flow label all ones */
-	CHECK(uroce_cm_req_decode(&req, b, N) == N);
+	CHECK_EQ(uroce_cm_req_decode(&req, b, N), N);
 	CHECK(req.remote_eecn == 0xABCDEF && req.remote_cm_resp_timeout == 0x13);
 	CHECK(req.transport_type == 2 && req.e2e_flow_control == 1);
 	CHECK(req.path_mtu == 3 && req.rdc_exists == 1 && req.rnr_retry_count == 5);
 	CHECK(req.max_cm_retries == 15 && req.srq == 0 && req.ext_transport_type == 2);
 	CHECK(req.primary.sl == 10 && req.primary.subnet_local == 1);
-	CHECK(req.primary.local_ack_timeout == 0x13);
+	CHECK_EQ(req.primary.local_ack_timeout, 0x13);
 	CHECK(req.primary.flow_label == 0x12345 && req.primary.packet_rate == 42);
 	CHECK(req.alternate.flow_label == 0xFFFFF && req.alternate.packet_rate == 0);
 
@@ -147,7 +147,7 @@ static void test_layout(void)
 	b[8] = 0x80;
 	b[9] = 0xF8;
 	b[10] = 0x5A;
-	CHECK(uroce_cm_mra_decode(&mra, b, N) == N);
+	CHECK_EQ(uroce_cm_mra_decode(&mra, b, N), N);
 	CHECK(mra.msg_mraed == 2 && mra.service_timeout == 31 && mra.private_data[0] == 0x5A);
 
 	/* REJ: 8 message rejected (2), 9 info length (7), 10 reason, 12 ARI, 84 private data. */
@@ -158,7 +158,7 @@ static void test_layout(void)
 	b[12] = 0x11;
 	b[83] = 0x22;
 	b[84] = 0x33;
-	CHECK(uroce_cm_rej_decode(&rej, b, N) == N);
+	CHECK_EQ(uroce_cm_rej_decode(&rej, b, N), N);
 	CHECK(rej.msg_rejected == 1 && rej.reject_info_len == 5 && rej.reason == 28);
 	CHECK(rej.ari[0] == 0x11 && rej.ari[71] == 0x22 && rej.private_data[0] == 0x33);
 
@@ -167,7 +167,7 @@ static void test_layout(void)
 	b[26] = 0x8B; /* 10001 01 1 */
 	b[27] = 0xD0; /* 110 1 */
 	uroce_put_be64(b + 28, 0x0102030405060708ull);
-	CHECK(uroce_cm_rep_decode(&rep, b, N) == N);
+	CHECK_EQ(uroce_cm_rep_decode(&rep, b, N), N);
 	CHECK(rep.target_ack_delay == 17 && rep.failover_accepted == 1 && rep.e2e_flow_control == 1);
 	CHECK(rep.rnr_retry_count == 6 && rep.srq == 1 && rep.local_ca_guid == 0x0102030405060708ull);
 
@@ -176,7 +176,7 @@ static void test_layout(void)
 	uroce_put_be32(b, 0xCAFEF00Du);
 	uroce_put_be16(b + 4, 0xFFFF);
 	uroce_put_be64(b + 8, 0x0000000001110000ull | 4711);
-	CHECK(uroce_cm_sidr_req_decode(&sq, b, N) == N);
+	CHECK_EQ(uroce_cm_sidr_req_decode(&sq, b, N), N);
 	CHECK(sq.request_id == 0xCAFEF00Du && sq.pkey == 0xFFFF && sq.service_id == 0x1111267ull);
 	memset(b, 0, N);
 	b[4] = 2;
@@ -186,7 +186,7 @@ static void test_layout(void)
 	uroce_put_be32(b + 20, UROCE_RDMA_UDP_QKEY);
 	b[24] = 0x77;
 	b[96] = 0x88;
-	CHECK(uroce_cm_sidr_rep_decode(&sp, b, N) == N);
+	CHECK_EQ(uroce_cm_sidr_rep_decode(&sp, b, N), N);
 	CHECK(sp.status == 2 && sp.info_len == 9 && sp.qpn == 0x123456);
 	CHECK(sp.service_id == 0x1111267ull && sp.qkey == 0x01234567u);
 	CHECK(sp.info[0] == 0x77 && sp.private_data[0] == 0x88);
@@ -209,17 +209,17 @@ static void test_round_trip(void)
 			memset(&s1, 0, sizeof(s1));
 			memset(&s2, 0, sizeof(s2));
 			memset(e, 0xA5, N);
-			CHECK(m->dec(&s1, w, N) == N);
-			CHECK(m->enc(e, N, &s1) == N);
+			CHECK_EQ(m->dec(&s1, w, N), N);
+			CHECK_EQ(m->enc(e, N, &s1), N);
 			CHECKF(memcmp(e, w, N) == 0, "%s: wire round trip", m->name);
-			CHECK(m->dec(&s2, e, N) == N);
+			CHECK_EQ(m->dec(&s2, e, N), N);
 			CHECKF(memcmp(&s1, &s2, m->size) == 0, "%s: struct round trip", m->name);
 			/* Reserved bits are ignored on decode and written as zero. */
 			for (size_t k = 0; k < N; k++)
 				w[k] |= (uint8_t)(~mask[k] & rnd());
 			memset(&s2, 0, sizeof(s2));
-			CHECK(m->dec(&s2, w, N) == N);
-			CHECK(memcmp(&s1, &s2, m->size) == 0);
+			CHECK_EQ(m->dec(&s2, w, N), N);
+			CHECK_EQ(memcmp(&s1, &s2, m->size), 0);
 			memset(e2, 0x5A, N);
 			CHECK(m->enc(e2, N, &s2) == N && memcmp(e2, e, N) == 0);
 			CHECK_BAIL();
@@ -236,7 +236,7 @@ static void test_masking(void)
 	memset(&rep, 0, sizeof(rep));
 	rep.local_qpn = 0xFF000001u;
 	rep.target_ack_delay = 0xFF;
-	CHECK(uroce_cm_rep_encode(b, N, &rep) == N);
+	CHECK_EQ(uroce_cm_rep_encode(b, N, &rep), N);
 	CHECK(uroce_get_be32(b + 12) == 0x00000100u && b[26] == 0xF8 && b[27] == 0);
 }
 
@@ -283,25 +283,25 @@ static void test_mad(void)
 		for (size_t k = 0; k < N; k++)
 			mad[24 + k] &= mask[k];
 		memset(&m, 0, sizeof(m));
-		CHECK(uroce_cm_mad_decode(&m, mad, sizeof(mad)) == UROCE_MAD_LEN);
+		CHECK_EQ(uroce_cm_mad_decode(&m, mad, sizeof(mad)), UROCE_MAD_LEN);
 		CHECK(m.hdr.attr_id == msgs[i].attr && m.hdr.tid == uroce_get_be64(mad + 8));
 		memset(&s1, 0, sizeof(s1));
-		CHECK(msgs[i].dec(&s1, mad + 24, N) == N);
+		CHECK_EQ(msgs[i].dec(&s1, mad + 24, N), N);
 		CHECKF(memcmp(&m.u, &s1, msgs[i].size) == 0, "%s: union member", msgs[i].name);
-		CHECK(uroce_cm_mad_encode(e, sizeof(e), &m) == UROCE_MAD_LEN);
+		CHECK_EQ(uroce_cm_mad_encode(e, sizeof(e), &m), UROCE_MAD_LEN);
 		CHECKF(memcmp(e, mad, sizeof(mad)) == 0, "%s: MAD round trip", msgs[i].name);
 		for (size_t len = 0; len < UROCE_MAD_LEN; len++) {
 			uint8_t *p = malloc(len ? len : 1);
 
 			memcpy(p, mad, len);
-			CHECK(uroce_cm_mad_decode(&m2, p, len) == -EBADMSG);
+			CHECK_EQ(uroce_cm_mad_decode(&m2, p, len), -EBADMSG);
 			free(p);
 		}
 		for (size_t cap = 0; cap < UROCE_MAD_LEN; cap++) {
 			int ok = 1;
 
 			memset(e, 0xA5, sizeof(e));
-			CHECK(uroce_cm_mad_encode(e, cap, &m) == -ENOSPC);
+			CHECK_EQ(uroce_cm_mad_encode(e, cap, &m), -ENOSPC);
 			for (size_t k = 0; k < sizeof(e); k++)
 				ok &= e[k] == 0xA5;
 			CHECKF(ok, "%s cap %zu: canary", msgs[i].name, cap);
@@ -309,14 +309,14 @@ static void test_mad(void)
 	}
 	/* Not CM, and CM attributes without a codec. */
 	mad[1] = 0x04;
-	CHECK(uroce_cm_mad_decode(&m, mad, sizeof(mad)) == -EPROTO);
+	CHECK_EQ(uroce_cm_mad_decode(&m, mad, sizeof(mad)), -EPROTO);
 	mad[1] = UROCE_MGMT_CLASS_CM;
 	static const uint16_t nocodec[] = {0x0001, 0x0019, 0x001A, 0x0000, 0x0020, 0xFFFF};
 
 	for (size_t i = 0; i < sizeof(nocodec) / sizeof(nocodec[0]); i++) {
 		uroce_put_be16(mad + 16, nocodec[i]);
-		CHECK(uroce_cm_mad_decode(&m, mad, sizeof(mad)) == -EOPNOTSUPP);
-		CHECK(m.hdr.attr_id == nocodec[i]);
+		CHECK_EQ(uroce_cm_mad_decode(&m, mad, sizeof(mad)), -EOPNOTSUPP);
+		CHECK_EQ(m.hdr.attr_id, nocodec[i]);
 		memset(e, 0xA5, sizeof(e));
 		CHECK(uroce_cm_mad_encode(e, sizeof(e), &m) == -EOPNOTSUPP && e[0] == 0xA5);
 	}
@@ -326,13 +326,13 @@ static void test_rej_names(void)
 {
 	unsigned named = 0;
 
-	CHECK(strcmp(uroce_cm_rej_reason_name(8), "INVALID_SERVICE_ID") == 0);
-	CHECK(strcmp(uroce_cm_rej_reason_name(28), "CONSUMER_DEFINED") == 0);
-	CHECK(strcmp(uroce_cm_rej_reason_name(26), "INVALID_MTU") == 0);
-	CHECK(strcmp(uroce_cm_rej_reason_name(10), "STALE_CONN") == 0);
+	CHECK_EQ(strcmp(uroce_cm_rej_reason_name(8), "INVALID_SERVICE_ID"), 0);
+	CHECK_EQ(strcmp(uroce_cm_rej_reason_name(28), "CONSUMER_DEFINED"), 0);
+	CHECK_EQ(strcmp(uroce_cm_rej_reason_name(26), "INVALID_MTU"), 0);
+	CHECK_EQ(strcmp(uroce_cm_rej_reason_name(10), "STALE_CONN"), 0);
 	for (unsigned r = 0; r < 0x10000; r++)
 		named += uroce_cm_rej_reason_name((uint16_t)r) != NULL;
-	CHECK(named == 34); /* 1..33 and 35 */
+	CHECK_EQ(named, 34); /* 1..33 and 35 */
 	CHECK(!uroce_cm_rej_reason_name(0) && !uroce_cm_rej_reason_name(34));
 }
 
@@ -340,9 +340,9 @@ static void test_service_id(void)
 {
 	uint16_t ps, port;
 
-	CHECK(uroce_cma_service_id(UROCE_RDMA_PS_TCP, 7174) == 0x0000000001061C06ull);
-	CHECK(uroce_cma_service_id(UROCE_RDMA_PS_UDP, 0) == UROCE_RDMA_IB_IP_PS_UDP);
-	CHECK(uroce_cma_service_id(UROCE_RDMA_PS_IB, 0xFFFF) == 0x00000000013FFFFFull);
+	CHECK_EQ(uroce_cma_service_id(UROCE_RDMA_PS_TCP, 7174), 0x0000000001061C06ull);
+	CHECK_EQ(uroce_cma_service_id(UROCE_RDMA_PS_UDP, 0), UROCE_RDMA_IB_IP_PS_UDP);
+	CHECK_EQ(uroce_cma_service_id(UROCE_RDMA_PS_IB, 0xFFFF), 0x00000000013FFFFFull);
 	CHECK((uroce_cma_service_id(UROCE_RDMA_PS_TCP, 1) & UROCE_RDMA_IB_IP_PS_MASK) ==
 	      UROCE_RDMA_IB_IP_PS_TCP);
 	for (int i = 0; i < 1000; i++) {
@@ -350,14 +350,14 @@ static void test_service_id(void)
 		uint16_t want_ps = pss[rnd() % 3], want_port = (uint16_t)rnd();
 		uint64_t sid = uroce_cma_service_id(want_ps, want_port);
 
-		CHECK((sid & UROCE_IB_CMA_SERVICE_ID_MASK) == UROCE_IB_CMA_SERVICE_ID);
-		CHECK(uroce_cma_service_id_split(sid, &ps, &port) == 0);
+		CHECK_EQ((sid & UROCE_IB_CMA_SERVICE_ID_MASK), UROCE_IB_CMA_SERVICE_ID);
+		CHECK_EQ(uroce_cma_service_id_split(sid, &ps, &port), 0);
 		CHECK(ps == want_ps && port == want_port);
 	}
-	CHECK(uroce_cma_service_id_split(0x0000000001061C06ull, NULL, NULL) == 0);
-	CHECK(uroce_cma_service_id_split(0x0000000002061C06ull, &ps, &port) == -EINVAL);
-	CHECK(uroce_cma_service_id_split(0x1000000001061C06ull, &ps, &port) == -EINVAL);
-	CHECK(uroce_cma_service_id_split(0, &ps, &port) == -EINVAL);
+	CHECK_EQ(uroce_cma_service_id_split(0x0000000001061C06ull, NULL, NULL), 0);
+	CHECK_EQ(uroce_cma_service_id_split(0x0000000002061C06ull, &ps, &port), -EINVAL);
+	CHECK_EQ(uroce_cma_service_id_split(0x1000000001061C06ull, &ps, &port), -EINVAL);
+	CHECK_EQ(uroce_cma_service_id_split(0, &ps, &port), -EINVAL);
 }
 
 static void test_cma_hdr(void)
@@ -368,12 +368,12 @@ static void test_cma_hdr(void)
 	struct uroce_cma_hdr h, h2;
 	uint8_t e[36 + 16];
 
-	CHECK(uroce_cma_hdr_decode(&h, v4, sizeof(v4)) == 36);
+	CHECK_EQ(uroce_cma_hdr_decode(&h, v4, sizeof(v4)), 36);
 	CHECK(h.ip_version == 4 && h.port == 0xB699);
 	CHECK(h.src.ip4 == 0xC6120003u && h.dst.ip4 == 0xC6120002u);
 	memset(e, 0xEE, sizeof(e));
 	CHECK(uroce_cma_hdr_encode(e, sizeof(e), &h) == 36 && memcmp(e, v4, 36) == 0);
-	CHECK(e[36] == 0xEE);
+	CHECK_EQ(e[36], 0xEE);
 
 	/* IPv6: addresses verbatim; the reserved low nibble is ignored. */
 	uint8_t v6[36];
@@ -381,11 +381,11 @@ static void test_cma_hdr(void)
 	rnd_fill(v6, sizeof(v6));
 	v6[0] = 0;
 	v6[1] = 0x6F;
-	CHECK(uroce_cma_hdr_decode(&h, v6, sizeof(v6)) == 36);
+	CHECK_EQ(uroce_cma_hdr_decode(&h, v6, sizeof(v6)), 36);
 	CHECK(h.ip_version == 6 && h.port == uroce_get_be16(v6 + 2));
 	CHECK(memcmp(h.src.ip6, v6 + 4, 16) == 0 && memcmp(h.dst.ip6, v6 + 20, 16) == 0);
 	CHECK(uroce_cma_hdr_encode(e, sizeof(e), &h) == 36 && e[1] == 0x60);
-	CHECK(memcmp(e + 2, v6 + 2, 34) == 0);
+	CHECK_MEM_EQ(e + 2, v6 + 2, 34);
 	CHECK(uroce_cma_hdr_decode(&h2, e, 36) == 36 && memcmp(&h2, &h, sizeof(h)) == 0);
 
 	/* Validation. */
@@ -393,7 +393,7 @@ static void test_cma_hdr(void)
 
 	memcpy(bad, v4, 36);
 	bad[0] = 1;
-	CHECK(uroce_cma_hdr_decode(&h, bad, 36) == -EINVAL);
+	CHECK_EQ(uroce_cma_hdr_decode(&h, bad, 36), -EINVAL);
 	for (unsigned ipv = 0; ipv < 16; ipv++) {
 		memcpy(bad, v4, 36);
 		bad[1] = (uint8_t)(ipv << 4);
@@ -403,7 +403,7 @@ static void test_cma_hdr(void)
 		CHECK(uroce_cma_hdr_encode(e, sizeof(e), &h) ==
 		      ((ipv == 4 || ipv == 6) ? 36 : -EINVAL));
 		if (ipv != 4 && ipv != 6)
-			CHECK(e[0] == 0xA5);
+			CHECK_EQ(e[0], 0xA5);
 	}
 	/* Truncation. */
 	h.ip_version = 4;
@@ -412,10 +412,10 @@ static void test_cma_hdr(void)
 		int ok = 1;
 
 		memcpy(p, v4, len);
-		CHECK(uroce_cma_hdr_decode(&h2, p, len) == -EBADMSG);
+		CHECK_EQ(uroce_cma_hdr_decode(&h2, p, len), -EBADMSG);
 		free(p);
 		memset(e, 0xA5, sizeof(e));
-		CHECK(uroce_cma_hdr_encode(e, len, &h) == -ENOSPC);
+		CHECK_EQ(uroce_cma_hdr_encode(e, len, &h), -ENOSPC);
 		for (size_t k = 0; k < sizeof(e); k++)
 			ok &= e[k] == 0xA5;
 		CHECKF(ok, "cma_hdr cap %zu: canary", len);

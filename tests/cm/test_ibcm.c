@@ -217,7 +217,7 @@ static int node_send(void *arg, const struct uroce_ibcm_addr *to, const uint8_t 
 	r = &n->tx[n->ntx++];
 	r->at = s->now;
 	memcpy(r->raw, mad, UROCE_MAD_LEN);
-	CHECK(uroce_cm_mad_decode(&r->m, mad, UROCE_MAD_LEN) == UROCE_MAD_LEN);
+	CHECK_EQ(uroce_cm_mad_decode(&r->m, mad, UROCE_MAD_LEN), UROCE_MAD_LEN);
 	CHECK(r->m.hdr.base_version == 1 && r->m.hdr.mgmt_class == 0x07 &&
 	      r->m.hdr.class_version == 2 && r->m.hdr.method == 0x03);
 	CHECK(r->m.hdr.status == 0 && r->m.hdr.attr_mod == 0);
@@ -259,7 +259,7 @@ static void log_event(struct node *n, const struct uroce_ibcm_event *ev)
 		e->msg = *ev->msg;
 	}
 	/* Timer events have neither sender nor message; received ones have both. */
-	CHECK(!ev->msg == !ev->from);
+	CHECK_EQ(!ev->msg, !ev->from);
 }
 
 static struct uroce_cm_rep make_rep(uint32_t qpn)
@@ -330,7 +330,7 @@ static void policy_event(struct node *n, const struct uroce_ibcm_event *ev)
 		CHECK(uroce_ibcm_conn_user(c) == NULL);
 		switch (pol->on_req) {
 		case REQ_ACCEPT:
-			CHECK(uroce_ibcm_send_rep(c, &rep, &n->t, now) == 0);
+			CHECK_EQ(uroce_ibcm_send_rep(c, &rep, &n->t, now), 0);
 			break;
 		case REQ_REJECT:
 			CHECK(uroce_ibcm_send_rej(c, pol->rej_reason, pol->rej_ari,
@@ -340,7 +340,7 @@ static void policy_event(struct node *n, const struct uroce_ibcm_event *ev)
 				uroce_ibcm_conn_destroy(c, now);
 			break;
 		case REQ_MRA:
-			CHECK(uroce_ibcm_send_mra(c, pol->mra_timeout, "mra", 3, now) == 0);
+			CHECK_EQ(uroce_ibcm_send_mra(c, pol->mra_timeout, "mra", 3, now), 0);
 			break;
 		case REQ_IGNORE:
 			break;
@@ -353,12 +353,12 @@ static void policy_event(struct node *n, const struct uroce_ibcm_event *ev)
 	case UROCE_IBCM_EV_REP_RECEIVED:
 		switch (pol->on_rep) {
 		case REP_RTU:
-			CHECK(uroce_ibcm_send_rtu(c, "rtu", 3, now) == 0);
+			CHECK_EQ(uroce_ibcm_send_rtu(c, "rtu", 3, now), 0);
 			break;
 		case REP_IGNORE:
 			break;
 		case REP_MRA:
-			CHECK(uroce_ibcm_send_mra(c, pol->mra_timeout, NULL, 0, now) == 0);
+			CHECK_EQ(uroce_ibcm_send_mra(c, pol->mra_timeout, NULL, 0, now), 0);
 			break;
 		case REP_DESTROY:
 			uroce_ibcm_conn_destroy(c, now);
@@ -369,7 +369,7 @@ static void policy_event(struct node *n, const struct uroce_ibcm_event *ev)
 		if (pol->destroy_on_dreq)
 			uroce_ibcm_conn_destroy(c, now);
 		else if (!pol->ignore_dreq)
-			CHECK(uroce_ibcm_send_drep(c, "drep", 4, now) == 0);
+			CHECK_EQ(uroce_ibcm_send_drep(c, "drep", 4, now), 0);
 		break;
 	case UROCE_IBCM_EV_MRA_RECEIVED:
 		if (pol->destroy_on_mra)
@@ -386,7 +386,7 @@ static void policy_event(struct node *n, const struct uroce_ibcm_event *ev)
 		rep.qkey = 0x01234567;
 		rep.service_id = ev->msg->u.sidr_req.service_id;
 		memcpy(rep.private_data, "sidr-rep", 8);
-		CHECK(uroce_ibcm_send_sidr_rep(c, &rep, now) == 0);
+		CHECK_EQ(uroce_ibcm_send_sidr_rep(c, &rep, now), 0);
 		uroce_ibcm_conn_destroy(c, now);
 		break;
 	}
@@ -411,7 +411,7 @@ static void node_event(void *arg, const struct uroce_ibcm_event *ev)
 	struct node *n = arg;
 
 	CHECK(ev->conn != NULL);
-	CHECK((unsigned)ev->type < NEV);
+	CHECK_LT((unsigned)ev->type, NEV);
 	log_event(n, ev);
 	if (n->hook)
 		n->hook(n, ev);
@@ -449,7 +449,7 @@ static struct sim *sim_new(uint64_t seed)
 		n->prefix = cfg.comm_id_prefix;
 		n->t.timeout_ms = 100;
 		n->t.max_retries = 3;
-		CHECK(uroce_ibcm_create(&cfg, &n->cm) == 0);
+		CHECK_EQ(uroce_ibcm_create(&cfg, &n->cm), 0);
 	}
 	return s;
 }
@@ -500,7 +500,7 @@ static void sim_run(struct sim *s, uint64_t until)
 		t = t < ta ? t : ta;
 		if (t == UINT64_MAX || t > until)
 			break;
-		CHECK(t >= s->now);
+		CHECK_GE(t, s->now);
 		if (steps > 10000000) {
 			CHECKF(0, "simulation does not settle");
 			break;
@@ -593,7 +593,7 @@ static struct uroce_ibcm_conn *connect_pair(struct sim *s, uint32_t qpn, void *u
 	struct uroce_ibcm_addr to = addr_of(P);
 	struct uroce_ibcm_conn *c = NULL;
 
-	CHECK(uroce_ibcm_send_req(A->cm, &to, &req, &A->t, user, s->now, &c) == 0);
+	CHECK_EQ(uroce_ibcm_send_req(A->cm, &to, &req, &A->t, user, s->now, &c), 0);
 	run_for(s, 10 * MS);
 	return c;
 }
@@ -612,21 +612,21 @@ static void test_lifecycle(void)
 	uint32_t aid, pid;
 	uint64_t t_drep;
 
-	CHECK(uroce_ibcm_send_req(A->cm, &to, &req, &A->t, &token, s->now, &ca) == 0);
+	CHECK_EQ(uroce_ibcm_send_req(A->cm, &to, &req, &A->t, &token, s->now, &ca), 0);
 	aid = uroce_ibcm_conn_local_id(ca);
 	CHECK(req.local_comm_id == aid && req.local_ca_guid == A->guid);
 	CHECK(aid >> 20 == A->prefix && (aid & 0xFFFFF) != 0);
-	CHECK(uroce_ibcm_conn_state(ca) == UROCE_IBCM_REQ_SENT);
+	CHECK_EQ(uroce_ibcm_conn_state(ca), UROCE_IBCM_REQ_SENT);
 	CHECK(uroce_ibcm_conn_user(ca) == &token);
-	CHECK(uroce_ibcm_next_deadline(A->cm) == T0 + 100 * MS);
-	CHECK(uroce_ibcm_next_deadline(P->cm) == UINT64_MAX);
-	CHECK(uroce_ibcm_conn_count(A->cm) == 1);
+	CHECK_EQ(uroce_ibcm_next_deadline(A->cm), T0 + 100 * MS);
+	CHECK_EQ(uroce_ibcm_next_deadline(P->cm), UINT64_MAX);
+	CHECK_EQ(uroce_ibcm_conn_count(A->cm), 1);
 	/* Calls not allowed in REQ_SENT. */
-	CHECK(uroce_ibcm_send_rtu(ca, NULL, 0, s->now) == -EINVAL);
-	CHECK(uroce_ibcm_send_dreq(ca, NULL, 0, NULL, s->now) == -EINVAL);
-	CHECK(uroce_ibcm_send_drep(ca, NULL, 0, s->now) == -EINVAL);
-	CHECK(uroce_ibcm_send_mra(ca, 10, NULL, 0, s->now) == -EINVAL);
-	CHECK(uroce_ibcm_establish(ca) == -EINVAL);
+	CHECK_EQ(uroce_ibcm_send_rtu(ca, NULL, 0, s->now), -EINVAL);
+	CHECK_EQ(uroce_ibcm_send_dreq(ca, NULL, 0, NULL, s->now), -EINVAL);
+	CHECK_EQ(uroce_ibcm_send_drep(ca, NULL, 0, s->now), -EINVAL);
+	CHECK_EQ(uroce_ibcm_send_mra(ca, 10, NULL, 0, s->now), -EINVAL);
+	CHECK_EQ(uroce_ibcm_establish(ca), -EINVAL);
 
 	run_for(s, 10 * MS);
 	cp = P->last_new;
@@ -634,35 +634,35 @@ static void test_lifecycle(void)
 	if (!cp)
 		goto out;
 	pid = uroce_ibcm_conn_local_id(cp);
-	CHECK(pid >> 20 == P->prefix);
-	CHECK(uroce_ibcm_conn_state(ca) == UROCE_IBCM_ESTABLISHED);
-	CHECK(uroce_ibcm_conn_state(cp) == UROCE_IBCM_ESTABLISHED);
+	CHECK_EQ(pid >> 20, P->prefix);
+	CHECK_EQ(uroce_ibcm_conn_state(ca), UROCE_IBCM_ESTABLISHED);
+	CHECK_EQ(uroce_ibcm_conn_state(cp), UROCE_IBCM_ESTABLISHED);
 	CHECK(uroce_ibcm_conn_remote_id(ca) == pid && uroce_ibcm_conn_remote_id(cp) == aid);
-	CHECK(!memcmp(uroce_ibcm_conn_addr(cp)->dgid, A->gid, 16));
-	CHECK(!memcmp(uroce_ibcm_conn_addr(ca)->dgid, P->gid, 16));
-	CHECK(uroce_ibcm_next_deadline(A->cm) == UINT64_MAX);
-	CHECK(uroce_ibcm_next_deadline(P->cm) == UINT64_MAX);
-	CHECK(uroce_ibcm_establish(cp) == -EISCONN);
-	CHECK(uroce_ibcm_send_rep(ca, NULL, &A->t, s->now) == -EINVAL);
+	CHECK_MEM_EQ(uroce_ibcm_conn_addr(cp)->dgid, A->gid, 16);
+	CHECK_MEM_EQ(uroce_ibcm_conn_addr(ca)->dgid, P->gid, 16);
+	CHECK_EQ(uroce_ibcm_next_deadline(A->cm), UINT64_MAX);
+	CHECK_EQ(uroce_ibcm_next_deadline(P->cm), UINT64_MAX);
+	CHECK_EQ(uroce_ibcm_establish(cp), -EISCONN);
+	CHECK_EQ(uroce_ibcm_send_rep(ca, NULL, &A->t, s->now), -EINVAL);
 	/* Lengths over the private data areas. */
-	CHECK(uroce_ibcm_send_dreq(ca, NULL, 221, NULL, s->now) == -EINVAL);
-	CHECK(uroce_ibcm_send_dreq(ca, "x", 221, NULL, s->now) == -EINVAL);
+	CHECK_EQ(uroce_ibcm_send_dreq(ca, NULL, 221, NULL, s->now), -EINVAL);
+	CHECK_EQ(uroce_ibcm_send_dreq(ca, "x", 221, NULL, s->now), -EINVAL);
 
 	/* The REQ's private data arrived intact; the event named the sender. */
 	CHECK(P->nev >= 1 && P->ev[0].has_msg &&
 	      !memcmp(P->ev[0].msg.u.req.private_data, req.private_data, 92));
 	CHECK(P->ev[0].msg.u.req.local_comm_id == aid && P->ev[0].msg.u.req.local_qpn == 0x111);
 	CHECK(A->nev >= 1 && A->ev[0].user == &token);
-	CHECK(A->ev[0].msg.u.rep.local_qpn == 0x222);
+	CHECK_EQ(A->ev[0].msg.u.rep.local_qpn, 0x222);
 
 	uroce_ibcm_conn_set_user(cp, &token);
-	CHECK(uroce_ibcm_send_dreq(ca, "bye", 3, NULL, s->now) == 0);
-	CHECK(uroce_ibcm_conn_state(ca) == UROCE_IBCM_DREQ_SENT);
+	CHECK_EQ(uroce_ibcm_send_dreq(ca, "bye", 3, NULL, s->now), 0);
+	CHECK_EQ(uroce_ibcm_conn_state(ca), UROCE_IBCM_DREQ_SENT);
 	run_for(s, 10 * MS);
 	t_drep = s->now - 10 * MS + 2 * LAT;
-	CHECK(uroce_ibcm_conn_state(ca) == UROCE_IBCM_TIMEWAIT);
-	CHECK(uroce_ibcm_conn_state(cp) == UROCE_IBCM_TIMEWAIT);
-	CHECK(uroce_ibcm_next_deadline(A->cm) == t_drep + 500 * MS);
+	CHECK_EQ(uroce_ibcm_conn_state(ca), UROCE_IBCM_TIMEWAIT);
+	CHECK_EQ(uroce_ibcm_conn_state(cp), UROCE_IBCM_TIMEWAIT);
+	CHECK_EQ(uroce_ibcm_next_deadline(A->cm), t_drep + 500 * MS);
 	run_all(s);
 
 	CHECK_STR(ev_str(A), "REP_RECEIVED DREP_RECEIVED TIMEWAIT_EXIT");
@@ -674,25 +674,25 @@ static void test_lifecycle(void)
 		const struct uroce_cm_mad *rt = &A->tx[1].m, *dq = &A->tx[2].m, *dp = &P->tx[1].m;
 
 		/* TIDs: REQ and DREQ start transactions; REP, RTU, DREP reuse them. */
-		CHECK(rq->hdr.tid == tid_of(A, aid));
+		CHECK_EQ(rq->hdr.tid, tid_of(A, aid));
 		CHECK(rp->hdr.tid == rq->hdr.tid && rt->hdr.tid == rq->hdr.tid);
 		CHECK(dq->hdr.tid == tid_of(A, aid) && dp->hdr.tid == dq->hdr.tid);
 		/* Raw bytes: the low TID word is the comm ID in network order. */
-		CHECK(uroce_get_be32(A->tx[0].raw + 12) == __builtin_bswap32(aid));
+		CHECK_EQ(uroce_get_be32(A->tx[0].raw + 12), __builtin_bswap32(aid));
 		CHECK(rp->u.rep.local_comm_id == pid && rp->u.rep.remote_comm_id == aid);
-		CHECK(rp->u.rep.local_ca_guid == P->guid);
+		CHECK_EQ(rp->u.rep.local_ca_guid, P->guid);
 		CHECK(rt->u.rtu.local_comm_id == aid && rt->u.rtu.remote_comm_id == pid);
 		CHECK(dq->u.dreq.local_comm_id == aid && dq->u.dreq.remote_comm_id == pid);
-		CHECK(dq->u.dreq.remote_qpn == 0x222);
+		CHECK_EQ(dq->u.dreq.remote_qpn, 0x222);
 		CHECK(dp->u.drep.local_comm_id == pid && dp->u.drep.remote_comm_id == aid);
 		/* Times: REQ at T0, REP one latency later, RTU two. */
 		CHECK(A->tx[0].at == T0 && P->tx[0].at == T0 + LAT && A->tx[1].at == T0 + 2 * LAT);
-		CHECK(P->ev[1].at == T0 + 3 * LAT);
-		CHECK(!memcmp(P->ev[1].msg.u.rtu.private_data, "rtu", 3));
-		CHECK(!memcmp(P->ev[2].msg.u.dreq.private_data, "bye", 3));
-		CHECK(!memcmp(A->ev[1].msg.u.drep.private_data, "drep", 4));
-		CHECK(A->ev[2].at == A->ev[1].at + 500 * MS);
-		CHECK(P->ev[3].at == P->ev[2].at + 500 * MS);
+		CHECK_EQ(P->ev[1].at, T0 + 3 * LAT);
+		CHECK_MEM_EQ(P->ev[1].msg.u.rtu.private_data, "rtu", 3);
+		CHECK_MEM_EQ(P->ev[2].msg.u.dreq.private_data, "bye", 3);
+		CHECK_MEM_EQ(A->ev[1].msg.u.drep.private_data, "drep", 4);
+		CHECK_EQ(A->ev[2].at, A->ev[1].at + 500 * MS);
+		CHECK_EQ(P->ev[3].at, P->ev[2].at + 500 * MS);
 		CHECK(A->ev[2].msg.hdr.attr_id == 0 && !A->ev[2].has_msg);
 	}
 	CHECK(ctr(A, UROCE_IBCM_C_TX_MADS) == 3 && ctr(P, UROCE_IBCM_C_TX_MADS) == 2);
@@ -730,14 +730,14 @@ static void test_reject(uint16_t reason)
 		const struct uroce_cm_rej *rej = &A->ev[0].msg.u.rej;
 
 		CHECK(A->ev[0].conn == ca);
-		CHECK(A->ev[0].state == UROCE_IBCM_IDLE);
-		CHECK(rej->reason == reason);
-		CHECK(rej->msg_rejected == UROCE_CM_MSG_REF_REQ);
-		CHECK(rej->remote_comm_id == A->tx[0].m.u.req.local_comm_id);
-		CHECK(rej->local_comm_id == 0); /* as the kernel, from REQ_RCVD */
-		CHECK(P->tx[0].m.hdr.tid == A->tx[0].m.hdr.tid);
+		CHECK_EQ(A->ev[0].state, UROCE_IBCM_IDLE);
+		CHECK_EQ(rej->reason, reason);
+		CHECK_EQ(rej->msg_rejected, UROCE_CM_MSG_REF_REQ);
+		CHECK_EQ(rej->remote_comm_id, A->tx[0].m.u.req.local_comm_id);
+		CHECK_EQ(rej->local_comm_id, 0); /* as the kernel, from REQ_RCVD */
+		CHECK_EQ(P->tx[0].m.hdr.tid, A->tx[0].m.hdr.tid);
 		if (reason == UROCE_CM_REJ_CONSUMER_DEFINED) {
-			CHECK(!memcmp(rej->private_data, pdata, sizeof(pdata)));
+			CHECK_MEM_EQ(rej->private_data, pdata, sizeof(pdata));
 			CHECK(rej->reject_info_len == 5 && !memcmp(rej->ari, ari, 5));
 		}
 	}
@@ -755,19 +755,19 @@ static void test_req_timeout(void)
 	struct uroce_ibcm_timing t = {.timeout_ms = 250, .max_retries = 5};
 	struct uroce_ibcm_conn *ca;
 
-	CHECK(uroce_ibcm_send_req(A->cm, &to, &req, &t, NULL, s->now, &ca) == 0);
+	CHECK_EQ(uroce_ibcm_send_req(A->cm, &to, &req, &t, NULL, s->now, &ca), 0);
 	run_all(s);
 	CHECK_STR(tx_str(A), "REQ REQ REQ REQ REQ REQ");
 	for (size_t i = 0; i < A->ntx; i++) {
-		CHECK(A->tx[i].at == T0 + i * 250 * MS);
-		CHECK(!memcmp(A->tx[i].raw, A->tx[0].raw, UROCE_MAD_LEN));
+		CHECK_EQ(A->tx[i].at, T0 + i * 250 * MS);
+		CHECK_MEM_EQ(A->tx[i].raw, A->tx[0].raw, UROCE_MAD_LEN);
 	}
 	CHECK_STR(ev_str(A), "REQ_ERROR");
 	CHECK(A->nev == 1 && A->ev[0].at == T0 + 6 * 250 * MS);
 	CHECK(A->nev == 1 && A->ev[0].state == UROCE_IBCM_IDLE);
 	CHECK(ctr(A, UROCE_IBCM_C_RETRIES) == 5 && ctr(A, UROCE_IBCM_C_TIMEOUTS) == 1);
-	CHECK(ctr(A, UROCE_IBCM_C_TX_MADS) == 6);
-	CHECK(uroce_ibcm_conn_count(A->cm) == 0);
+	CHECK_EQ(ctr(A, UROCE_IBCM_C_TX_MADS), 6);
+	CHECK_EQ(uroce_ibcm_conn_count(A->cm), 0);
 	sim_free(s);
 }
 
@@ -783,20 +783,20 @@ static void test_rep_timeout(void)
 	run_all(s);
 	CHECK_STR(tx_str(P), "REP REP REP REP");
 	for (size_t i = 0; i < P->ntx; i++)
-		CHECK(P->tx[i].at == T0 + LAT + i * 100 * MS);
+		CHECK_EQ(P->tx[i].at, T0 + LAT + i * 100 * MS);
 	CHECK_STR(ev_str(P), "REQ_RECEIVED REP_ERROR");
 	CHECK(P->nev == 2 && P->ev[1].at == T0 + LAT + 400 * MS);
 	CHECK_STR(ev_str(A), "REP_RECEIVED");
-	CHECK(uroce_ibcm_conn_state(ca) == UROCE_IBCM_REP_RCVD);
-	CHECK(ctr(A, UROCE_IBCM_C_RX_DUPLICATES) == 3);
+	CHECK_EQ(uroce_ibcm_conn_state(ca), UROCE_IBCM_REP_RCVD);
+	CHECK_EQ(ctr(A, UROCE_IBCM_C_RX_DUPLICATES), 3);
 	CHECK(ctr(P, UROCE_IBCM_C_TIMEOUTS) == 1 && ctr(P, UROCE_IBCM_C_RETRIES) == 3);
-	CHECK(uroce_ibcm_conn_count(P->cm) == 0);
+	CHECK_EQ(uroce_ibcm_conn_count(P->cm), 0);
 	/* A gives up: REJ 28 to a conn P no longer has. */
 	uroce_ibcm_conn_destroy(ca, s->now);
 	CHECK_STR(tx_str(A), "REQ REJ");
 	run_all(s);
-	CHECK(ctr(P, UROCE_IBCM_C_RX_UNKNOWN_ID) == 1);
-	CHECK(uroce_ibcm_conn_count(A->cm) == 0);
+	CHECK_EQ(ctr(P, UROCE_IBCM_C_RX_UNKNOWN_ID), 1);
+	CHECK_EQ(uroce_ibcm_conn_count(A->cm), 0);
 	sim_free(s);
 }
 
@@ -811,16 +811,16 @@ static void test_lost_rtu_establish(void)
 	s->drop_next[0][UROCE_CM_ATTR_RTU - 0x10] = 1;
 	ca = connect_pair(s, 0x111, NULL);
 	cp = P->last_new;
-	CHECK(uroce_ibcm_conn_state(ca) == UROCE_IBCM_ESTABLISHED);
+	CHECK_EQ(uroce_ibcm_conn_state(ca), UROCE_IBCM_ESTABLISHED);
 	CHECK(cp && uroce_ibcm_conn_state(cp) == UROCE_IBCM_REP_SENT);
-	CHECK(uroce_ibcm_establish(cp) == 0);
-	CHECK(uroce_ibcm_conn_state(cp) == UROCE_IBCM_ESTABLISHED);
-	CHECK(uroce_ibcm_establish(cp) == -EISCONN);
-	CHECK(uroce_ibcm_next_deadline(P->cm) == UINT64_MAX);
+	CHECK_EQ(uroce_ibcm_establish(cp), 0);
+	CHECK_EQ(uroce_ibcm_conn_state(cp), UROCE_IBCM_ESTABLISHED);
+	CHECK_EQ(uroce_ibcm_establish(cp), -EISCONN);
+	CHECK_EQ(uroce_ibcm_next_deadline(P->cm), UINT64_MAX);
 	run_for(s, 5000 * MS);
 	CHECK_STR(tx_str(P), "REP");
 	CHECK_STR(ev_str(P), "REQ_RECEIVED");
-	CHECK(uroce_ibcm_send_dreq(cp, NULL, 0, NULL, s->now) == 0);
+	CHECK_EQ(uroce_ibcm_send_dreq(cp, NULL, 0, NULL, s->now), 0);
 	run_all(s);
 	CHECK_STR(ev_str(P), "REQ_RECEIVED DREP_RECEIVED TIMEWAIT_EXIT");
 	CHECK_STR(ev_str(A), "REP_RECEIVED DREQ_RECEIVED TIMEWAIT_EXIT");
@@ -838,17 +838,17 @@ static void test_dup_req_resends_rep(void)
 	P->t.timeout_ms = 1000;
 	s->drop_next[1][UROCE_CM_ATTR_REP - 0x10] = 1;
 	ca = connect_pair(s, 0x111, NULL);
-	CHECK(uroce_ibcm_conn_state(ca) == UROCE_IBCM_REQ_SENT);
+	CHECK_EQ(uroce_ibcm_conn_state(ca), UROCE_IBCM_REQ_SENT);
 	run_for(s, 200 * MS);
-	CHECK(uroce_ibcm_conn_state(ca) == UROCE_IBCM_ESTABLISHED);
+	CHECK_EQ(uroce_ibcm_conn_state(ca), UROCE_IBCM_ESTABLISHED);
 	CHECK_STR(tx_str(A), "REQ REQ RTU");
 	CHECK_STR(tx_str(P), "REP REP");
 	CHECK(P->ntx == 2 && P->tx[1].at == T0 + 100 * MS + LAT);
 	CHECK(P->ntx == 2 && !memcmp(P->tx[0].raw, P->tx[1].raw, UROCE_MAD_LEN));
 	CHECK(ctr(P, UROCE_IBCM_C_RX_DUPLICATES) == 1 && ctr(P, UROCE_IBCM_C_RETRIES) == 0);
-	CHECK(ctr(A, UROCE_IBCM_C_RETRIES) == 1);
+	CHECK_EQ(ctr(A, UROCE_IBCM_C_RETRIES), 1);
 	CHECK_STR(ev_str(P), "REQ_RECEIVED RTU_RECEIVED");
-	CHECK(uroce_ibcm_conn_count(P->cm) == 1);
+	CHECK_EQ(uroce_ibcm_conn_count(P->cm), 1);
 	sim_free(s);
 }
 
@@ -883,22 +883,22 @@ static void test_dup_req_timewait_stale(void)
 	ca = connect_pair(s, 0x111, NULL);
 	cp = P->last_new;
 	memcpy(req, A->tx[0].raw, sizeof(req));
-	CHECK(uroce_ibcm_send_dreq(ca, NULL, 0, NULL, s->now) == 0);
+	CHECK_EQ(uroce_ibcm_send_dreq(ca, NULL, 0, NULL, s->now), 0);
 	run_for(s, 10 * MS);
-	CHECK(uroce_ibcm_conn_state(cp) == UROCE_IBCM_TIMEWAIT);
+	CHECK_EQ(uroce_ibcm_conn_state(cp), UROCE_IBCM_TIMEWAIT);
 	uroce_ibcm_recv(P->cm, &from, req, sizeof(req), s->now);
 	CHECK(ctr(P, UROCE_IBCM_C_RX_DUPLICATES) == 1 && ctr(P, UROCE_IBCM_C_STALE_REJECTS) == 1);
 	CHECK_STR(tx_str(P), "REP DREP REJ");
 	if (P->ntx == 3) {
 		const struct uroce_cm_mad *r = &P->tx[2].m;
 
-		CHECK(r->u.rej.reason == UROCE_CM_REJ_STALE_CONN);
-		CHECK(r->hdr.tid == A->tx[0].m.hdr.tid);
-		CHECK(r->u.rej.remote_comm_id == uroce_ibcm_conn_local_id(ca));
-		CHECK(r->u.rej.local_comm_id == uroce_ibcm_conn_local_id(cp));
+		CHECK_EQ(r->u.rej.reason, UROCE_CM_REJ_STALE_CONN);
+		CHECK_EQ(r->hdr.tid, A->tx[0].m.hdr.tid);
+		CHECK_EQ(r->u.rej.remote_comm_id, uroce_ibcm_conn_local_id(ca));
+		CHECK_EQ(r->u.rej.local_comm_id, uroce_ibcm_conn_local_id(cp));
 	}
 	run_all(s);
-	CHECK(ctr(A, UROCE_IBCM_C_RX_BAD_STATE) == 1); /* the REJ finds A in TIMEWAIT */
+	CHECK_EQ(ctr(A, UROCE_IBCM_C_RX_BAD_STATE), 1); /* the REJ finds A in TIMEWAIT */
 	CHECK_STR(ev_str(A), "REP_RECEIVED DREP_RECEIVED TIMEWAIT_EXIT");
 	CHECK_STR(ev_str(P), "REQ_RECEIVED RTU_RECEIVED DREQ_RECEIVED TIMEWAIT_EXIT");
 	CHECK(uroce_ibcm_conn_count(A->cm) == 0 && uroce_ibcm_conn_count(P->cm) == 0);
@@ -915,17 +915,17 @@ static void test_stale_connection(void)
 
 	c1 = connect_pair(s, 0x111, &u1);
 	cp = P->last_new;
-	CHECK(uroce_ibcm_conn_state(c1) == UROCE_IBCM_ESTABLISHED);
+	CHECK_EQ(uroce_ibcm_conn_state(c1), UROCE_IBCM_ESTABLISHED);
 	c2 = connect_pair(s, 0x111, &u2);
 	CHECK(P->last_new == cp); /* no new passive conn */
-	CHECK(ctr(P, UROCE_IBCM_C_STALE_REJECTS) == 1);
-	CHECK(uroce_ibcm_conn_state(c2) == UROCE_IBCM_TIMEWAIT);
+	CHECK_EQ(ctr(P, UROCE_IBCM_C_STALE_REJECTS), 1);
+	CHECK_EQ(uroce_ibcm_conn_state(c2), UROCE_IBCM_TIMEWAIT);
 	run_all(s);
 	/* c2 was destroyed on its REJ: it lingers in time-wait and exits without an event. */
 	CHECK_STR(ev_str(A), "REP_RECEIVED REJ_RECEIVED DREQ_RECEIVED TIMEWAIT_EXIT");
 	if (A->nev == 4) {
 		CHECK(A->ev[1].conn == c2 && A->ev[1].user == &u2);
-		CHECK(A->ev[1].msg.u.rej.reason == UROCE_CM_REJ_STALE_CONN);
+		CHECK_EQ(A->ev[1].msg.u.rej.reason, UROCE_CM_REJ_STALE_CONN);
 		CHECK(A->ev[2].conn == c1 && A->ev[2].user == &u1);
 	}
 	CHECK_STR(tx_str(P), "REP REJ DREQ");
@@ -954,32 +954,32 @@ static void test_mra_req(bool delay)
 		run_for(s, 100 * MS);
 		CHECK_STR(tx_str(P), "MRA");
 		CHECK(P->ntx == 1 && P->tx[0].at == T0 + 100 * MS + LAT);
-		CHECK(ctr(P, UROCE_IBCM_C_RX_DUPLICATES) == 1);
+		CHECK_EQ(ctr(P, UROCE_IBCM_C_RX_DUPLICATES), 1);
 	}
 	uint64_t t_mra = delay ? T0 + 100 * MS + 2 * LAT : T0 + 2 * LAT;
 
-	CHECK(uroce_ibcm_conn_state(ca) == UROCE_IBCM_MRA_REQ_RCVD);
+	CHECK_EQ(uroce_ibcm_conn_state(ca), UROCE_IBCM_MRA_REQ_RCVD);
 	CHECK_STR(ev_str(A), "MRA_RECEIVED");
 	CHECK(A->nev == 1 && A->ev[0].msg.u.mra.service_timeout == 17 &&
 	      A->ev[0].msg.u.mra.msg_mraed == UROCE_CM_MSG_REF_REQ &&
 	      !memcmp(A->ev[0].msg.u.mra.private_data, "mra", 3));
-	CHECK(uroce_ibcm_next_deadline(A->cm) == t_mra + wait);
+	CHECK_EQ(uroce_ibcm_next_deadline(A->cm), t_mra + wait);
 	/* No resend before the extended deadline; one at it, answered by the stored MRA. */
 	sim_run(s, t_mra + wait - 1);
-	CHECK(A->ntx == (delay ? 2u : 1u));
+	CHECK_EQ(A->ntx, (delay ? 2u : 1u));
 	sim_run(s, t_mra + wait + 5 * MS);
 	CHECK(A->ntx == (delay ? 3u : 2u) && last_tx(A)->at == t_mra + wait);
 	CHECK_STR(tx_str(P), delay ? "MRA MRA" : "MRA MRA");
-	CHECK(ctr(A, UROCE_IBCM_C_RX_DUPLICATES) == 1);
-	CHECK(uroce_ibcm_next_deadline(A->cm) == t_mra + 2 * wait);
+	CHECK_EQ(ctr(A, UROCE_IBCM_C_RX_DUPLICATES), 1);
+	CHECK_EQ(uroce_ibcm_next_deadline(A->cm), t_mra + 2 * wait);
 	CHECK_STR(ev_str(A), "MRA_RECEIVED");
 	/* The user accepts late. */
-	CHECK(uroce_ibcm_send_rep(cp, &rep, &P->t, s->now) == 0);
+	CHECK_EQ(uroce_ibcm_send_rep(cp, &rep, &P->t, s->now), 0);
 	run_for(s, 10 * MS);
-	CHECK(uroce_ibcm_conn_state(ca) == UROCE_IBCM_ESTABLISHED);
-	CHECK(uroce_ibcm_conn_state(cp) == UROCE_IBCM_ESTABLISHED);
+	CHECK_EQ(uroce_ibcm_conn_state(ca), UROCE_IBCM_ESTABLISHED);
+	CHECK_EQ(uroce_ibcm_conn_state(cp), UROCE_IBCM_ESTABLISHED);
 	CHECK_STR(ev_str(A), "MRA_RECEIVED REP_RECEIVED");
-	CHECK(uroce_ibcm_send_dreq(ca, NULL, 0, NULL, s->now) == 0);
+	CHECK_EQ(uroce_ibcm_send_dreq(ca, NULL, 0, NULL, s->now), 0);
 	run_all(s);
 	CHECK(uroce_ibcm_conn_count(A->cm) == 0 && uroce_ibcm_conn_count(P->cm) == 0);
 	sim_free(s);
@@ -997,20 +997,20 @@ static void test_mra_rep(void)
 	A->pol.mra_timeout = 16;
 	ca = connect_pair(s, 0x111, NULL);
 	cp = P->last_new;
-	CHECK(uroce_ibcm_conn_state(ca) == UROCE_IBCM_MRA_REP_SENT);
+	CHECK_EQ(uroce_ibcm_conn_state(ca), UROCE_IBCM_MRA_REP_SENT);
 	CHECK(cp && uroce_ibcm_conn_state(cp) == UROCE_IBCM_MRA_REP_RCVD);
-	CHECK(uroce_ibcm_next_deadline(P->cm) == t_mra + wait);
+	CHECK_EQ(uroce_ibcm_next_deadline(P->cm), t_mra + wait);
 	CHECK_STR(ev_str(P), "REQ_RECEIVED MRA_RECEIVED");
 	sim_run(s, t_mra + wait + 5 * MS);
 	CHECK_STR(tx_str(P), "REP REP");
 	CHECK_STR(tx_str(A), "REQ MRA MRA");
 	CHECK(P->ntx == 2 && P->tx[1].at == t_mra + wait);
 	CHECK(A->ntx == 3 && A->tx[2].m.u.mra.msg_mraed == UROCE_CM_MSG_REF_REP);
-	CHECK(uroce_ibcm_send_rtu(ca, NULL, 0, s->now) == 0);
+	CHECK_EQ(uroce_ibcm_send_rtu(ca, NULL, 0, s->now), 0);
 	run_for(s, 10 * MS);
-	CHECK(uroce_ibcm_conn_state(cp) == UROCE_IBCM_ESTABLISHED);
+	CHECK_EQ(uroce_ibcm_conn_state(cp), UROCE_IBCM_ESTABLISHED);
 	CHECK_STR(ev_str(P), "REQ_RECEIVED MRA_RECEIVED RTU_RECEIVED");
-	CHECK(uroce_ibcm_send_dreq(cp, NULL, 0, NULL, s->now) == 0);
+	CHECK_EQ(uroce_ibcm_send_dreq(cp, NULL, 0, NULL, s->now), 0);
 	run_all(s);
 	CHECK(uroce_ibcm_conn_count(A->cm) == 0 && uroce_ibcm_conn_count(P->cm) == 0);
 	sim_free(s);
@@ -1030,14 +1030,14 @@ static void test_dreq_lost(bool lose_drep)
 	else
 		s->drop_next[0][UROCE_CM_ATTR_DREQ - 0x10] = 1;
 	t = s->now;
-	CHECK(uroce_ibcm_send_dreq(ca, NULL, 0, NULL, t) == 0);
+	CHECK_EQ(uroce_ibcm_send_dreq(ca, NULL, 0, NULL, t), 0);
 	run_all(s);
 	CHECK_STR(tx_str(A), "REQ RTU DREQ DREQ");
 	CHECK(A->ntx == 4 && A->tx[3].at == t + 100 * MS);
 	CHECK(A->ntx == 4 && !memcmp(A->tx[2].raw, A->tx[3].raw, UROCE_MAD_LEN));
 	CHECK_STR(tx_str(P), lose_drep ? "REP DREP DREP" : "REP DREP");
-	CHECK(ctr(P, UROCE_IBCM_C_RX_DUPLICATES) == (lose_drep ? 1u : 0u));
-	CHECK(ctr(A, UROCE_IBCM_C_RETRIES) == 1);
+	CHECK_EQ(ctr(P, UROCE_IBCM_C_RX_DUPLICATES), (lose_drep ? 1u : 0u));
+	CHECK_EQ(ctr(A, UROCE_IBCM_C_RETRIES), 1);
 	CHECK_STR(ev_str(A), "REP_RECEIVED DREP_RECEIVED TIMEWAIT_EXIT");
 	CHECK_STR(ev_str(P), "REQ_RECEIVED RTU_RECEIVED DREQ_RECEIVED TIMEWAIT_EXIT");
 	CHECK(uroce_ibcm_conn_count(A->cm) == 0 && uroce_ibcm_conn_count(P->cm) == 0);
@@ -1058,23 +1058,23 @@ static void test_dreq_error(void)
 	cp = P->last_new;
 	s->drop_all[0] = true;
 	t0 = s->now;
-	CHECK(uroce_ibcm_send_dreq(ca, NULL, 0, &t, t0) == 0);
+	CHECK_EQ(uroce_ibcm_send_dreq(ca, NULL, 0, &t, t0), 0);
 	run_all(s);
 	CHECK_STR(tx_str(A), "REQ RTU DREQ DREQ DREQ");
 	CHECK(A->ntx == 5 && A->tx[4].at == t0 + 140 * MS);
 	CHECK_STR(ev_str(A), "REP_RECEIVED DREQ_ERROR TIMEWAIT_EXIT");
 	CHECK(A->nev == 3 && A->ev[1].at == t0 + 210 * MS && A->ev[2].at == t0 + 710 * MS);
 	CHECK(A->nev == 3 && A->ev[1].state == UROCE_IBCM_TIMEWAIT);
-	CHECK(uroce_ibcm_conn_count(A->cm) == 0);
+	CHECK_EQ(uroce_ibcm_conn_count(A->cm), 0);
 	s->drop_all[0] = false;
-	CHECK(uroce_ibcm_conn_state(cp) == UROCE_IBCM_ESTABLISHED);
+	CHECK_EQ(uroce_ibcm_conn_state(cp), UROCE_IBCM_ESTABLISHED);
 	uroce_ibcm_conn_destroy(cp, s->now); /* DREQ, lingering without a user */
-	CHECK(uroce_ibcm_conn_count(P->cm) == 1);
+	CHECK_EQ(uroce_ibcm_conn_count(P->cm), 1);
 	run_all(s);
-	CHECK(ctr(A, UROCE_IBCM_C_RX_UNKNOWN_ID) == 1);
+	CHECK_EQ(ctr(A, UROCE_IBCM_C_RX_UNKNOWN_ID), 1);
 	CHECK_STR(tx_str(P), "REP DREQ");
 	CHECK_STR(ev_str(P), "REQ_RECEIVED RTU_RECEIVED");
-	CHECK(uroce_ibcm_conn_count(P->cm) == 0);
+	CHECK_EQ(uroce_ibcm_conn_count(P->cm), 0);
 	sim_free(s);
 }
 
@@ -1087,8 +1087,8 @@ static void test_simultaneous_dreq(void)
 
 	ca = connect_pair(s, 0x111, NULL);
 	cp = P->last_new;
-	CHECK(uroce_ibcm_send_dreq(ca, NULL, 0, NULL, s->now) == 0);
-	CHECK(uroce_ibcm_send_dreq(cp, NULL, 0, NULL, s->now) == 0);
+	CHECK_EQ(uroce_ibcm_send_dreq(ca, NULL, 0, NULL, s->now), 0);
+	CHECK_EQ(uroce_ibcm_send_dreq(cp, NULL, 0, NULL, s->now), 0);
 	run_all(s);
 	CHECK_STR(ev_str(A), "REP_RECEIVED DREQ_RECEIVED TIMEWAIT_EXIT");
 	CHECK_STR(ev_str(P), "REQ_RECEIVED RTU_RECEIVED DREQ_RECEIVED TIMEWAIT_EXIT");
@@ -1154,7 +1154,7 @@ static void test_destroy_case(const struct destroy_case *dc)
 	A->pol.mra_timeout = 16;
 	switch (dc->state) {
 	case UROCE_IBCM_REQ_SENT:
-		CHECK(uroce_ibcm_send_req(A->cm, &to, &req, &A->t, NULL, s->now, &ca) == 0);
+		CHECK_EQ(uroce_ibcm_send_req(A->cm, &to, &req, &A->t, NULL, s->now, &ca), 0);
 		break;
 	case UROCE_IBCM_MRA_REQ_RCVD:
 	case UROCE_IBCM_MRA_REQ_SENT:
@@ -1181,24 +1181,24 @@ static void test_destroy_case(const struct destroy_case *dc)
 	case UROCE_IBCM_DREQ_RCVD:
 		P->pol.ignore_dreq = true;
 		ca = connect_pair(s, 0x111, NULL);
-		CHECK(uroce_ibcm_send_dreq(ca, NULL, 0, NULL, s->now) == 0);
+		CHECK_EQ(uroce_ibcm_send_dreq(ca, NULL, 0, NULL, s->now), 0);
 		run_for(s, 10 * MS);
 		break;
 	case UROCE_IBCM_DREQ_SENT:
 		ca = connect_pair(s, 0x111, NULL);
-		CHECK(uroce_ibcm_send_dreq(ca, NULL, 0, NULL, s->now) == 0);
+		CHECK_EQ(uroce_ibcm_send_dreq(ca, NULL, 0, NULL, s->now), 0);
 		break;
 	case UROCE_IBCM_TIMEWAIT:
 		ca = connect_pair(s, 0x111, NULL);
-		CHECK(uroce_ibcm_send_dreq(ca, NULL, 0, NULL, s->now) == 0);
+		CHECK_EQ(uroce_ibcm_send_dreq(ca, NULL, 0, NULL, s->now), 0);
 		run_for(s, 10 * MS);
 		break;
 	case UROCE_IBCM_SIDR_REQ_SENT:
-		CHECK(uroce_ibcm_send_sidr_req(A->cm, &to, &sreq, &A->t, NULL, s->now, &ca) == 0);
+		CHECK_EQ(uroce_ibcm_send_sidr_req(A->cm, &to, &sreq, &A->t, NULL, s->now, &ca), 0);
 		break;
 	case UROCE_IBCM_SIDR_REQ_RCVD:
 		P->pol.ignore_sidr = true;
-		CHECK(uroce_ibcm_send_sidr_req(A->cm, &to, &sreq, &A->t, NULL, s->now, &ca) == 0);
+		CHECK_EQ(uroce_ibcm_send_sidr_req(A->cm, &to, &sreq, &A->t, NULL, s->now, &ca), 0);
 		run_for(s, 10 * MS);
 		break;
 	case UROCE_IBCM_IDLE:
@@ -1230,7 +1230,7 @@ static void test_destroy_case(const struct destroy_case *dc)
 				      uroce_get_be64(m->u.rej.ari) == D->guid);
 		}
 		if (m->hdr.attr_id == UROCE_CM_ATTR_SIDR_REP)
-			CHECK(m->u.sidr_rep.status == 2);
+			CHECK_EQ(m->u.sidr_rep.status, 2);
 	}
 	run_all(s);
 	for (size_t i = nev; i < D->nev; i++)
@@ -1253,16 +1253,16 @@ static void test_rej_states(void)
 	A->pol.keep = P->pol.keep = true;
 	ca = connect_pair(s, 0x111, NULL);
 	cp = P->last_new;
-	CHECK(uroce_ibcm_send_rej(cp, 28, NULL, 73, NULL, 0, s->now) == -EINVAL);
-	CHECK(uroce_ibcm_send_rej(cp, 28, NULL, 0, NULL, 149, s->now) == -EINVAL);
-	CHECK(uroce_ibcm_send_rej(cp, 28, NULL, 0, NULL, 0, s->now) == 0);
-	CHECK(uroce_ibcm_conn_state(cp) == UROCE_IBCM_TIMEWAIT);
-	CHECK(uroce_ibcm_send_rej(cp, 28, NULL, 0, NULL, 0, s->now) == -EINVAL);
+	CHECK_EQ(uroce_ibcm_send_rej(cp, 28, NULL, 73, NULL, 0, s->now), -EINVAL);
+	CHECK_EQ(uroce_ibcm_send_rej(cp, 28, NULL, 0, NULL, 149, s->now), -EINVAL);
+	CHECK_EQ(uroce_ibcm_send_rej(cp, 28, NULL, 0, NULL, 0, s->now), 0);
+	CHECK_EQ(uroce_ibcm_conn_state(cp), UROCE_IBCM_TIMEWAIT);
+	CHECK_EQ(uroce_ibcm_send_rej(cp, 28, NULL, 0, NULL, 0, s->now), -EINVAL);
 	run_for(s, 10 * MS);
-	CHECK(uroce_ibcm_conn_state(ca) == UROCE_IBCM_TIMEWAIT); /* REJ in REP_RCVD */
+	CHECK_EQ(uroce_ibcm_conn_state(ca), UROCE_IBCM_TIMEWAIT); /* REJ in REP_RCVD */
 	run_all(s);
-	CHECK(uroce_ibcm_conn_state(ca) == UROCE_IBCM_IDLE);
-	CHECK(uroce_ibcm_conn_state(cp) == UROCE_IBCM_IDLE);
+	CHECK_EQ(uroce_ibcm_conn_state(ca), UROCE_IBCM_IDLE);
+	CHECK_EQ(uroce_ibcm_conn_state(cp), UROCE_IBCM_IDLE);
 	CHECK_STR(ev_str(A), "REP_RECEIVED REJ_RECEIVED TIMEWAIT_EXIT");
 	CHECK_STR(ev_str(P), "REQ_RECEIVED TIMEWAIT_EXIT");
 	uroce_ibcm_conn_destroy(ca, s->now);
@@ -1283,13 +1283,13 @@ static void test_destroy_established_silent(void)
 	uroce_ibcm_conn_destroy(ca, t0);
 	sim_run(s, t0 + 399 * MS);
 	CHECK_STR(tx_str(A), "REQ RTU DREQ DREQ DREQ DREQ");
-	CHECK(uroce_ibcm_conn_count(A->cm) == 1);
+	CHECK_EQ(uroce_ibcm_conn_count(A->cm), 1);
 	sim_run(s, t0 + 400 * MS + 499 * MS);
-	CHECK(uroce_ibcm_conn_count(A->cm) == 1); /* time-wait */
+	CHECK_EQ(uroce_ibcm_conn_count(A->cm), 1); /* time-wait */
 	sim_run(s, t0 + 900 * MS);
-	CHECK(uroce_ibcm_conn_count(A->cm) == 0);
+	CHECK_EQ(uroce_ibcm_conn_count(A->cm), 0);
 	CHECK_STR(ev_str(A), "REP_RECEIVED");
-	CHECK(ctr(A, UROCE_IBCM_C_TIMEOUTS) == 1);
+	CHECK_EQ(ctr(A, UROCE_IBCM_C_TIMEOUTS), 1);
 	(void)P;
 	sim_free(s);
 }
@@ -1311,10 +1311,10 @@ static void test_sidr(void)
 	req.pkey = 0xFFFF;
 	req.service_id = 0x0000000001110000ull | 4791;
 	memcpy(req.private_data, "hello", 5);
-	CHECK(uroce_ibcm_send_sidr_req(A->cm, &to, &req, &t, &token, s->now, &c) == 0);
+	CHECK_EQ(uroce_ibcm_send_sidr_req(A->cm, &to, &req, &t, &token, s->now, &c), 0);
 	id = uroce_ibcm_conn_local_id(c);
 	CHECK(req.request_id == id && id >> 20 == A->prefix);
-	CHECK(uroce_ibcm_conn_state(c) == UROCE_IBCM_SIDR_REQ_SENT);
+	CHECK_EQ(uroce_ibcm_conn_state(c), UROCE_IBCM_SIDR_REQ_SENT);
 	run_all(s);
 	CHECK_STR(ev_str(A), "SIDR_REP_RECEIVED");
 	CHECK_STR(ev_str(P), "SIDR_REQ_RECEIVED");
@@ -1326,11 +1326,11 @@ static void test_sidr(void)
 		CHECK(A->ev[0].user == &token && A->ev[0].state == UROCE_IBCM_IDLE);
 		CHECK(r->request_id == id && r->status == 0 && r->qpn == 0x333);
 		CHECK(r->qkey == 0x01234567 && r->service_id == req.service_id);
-		CHECK(!memcmp(r->private_data, "sidr-rep", 8));
-		CHECK(!memcmp(P->ev[0].msg.u.sidr_req.private_data, "hello", 5));
-		CHECK(P->ev[0].msg.u.sidr_req.pkey == 0xFFFF);
-		CHECK(A->tx[0].m.hdr.tid == tid_of(A, id));
-		CHECK(P->tx[0].m.hdr.tid == A->tx[0].m.hdr.tid);
+		CHECK_MEM_EQ(r->private_data, "sidr-rep", 8);
+		CHECK_MEM_EQ(P->ev[0].msg.u.sidr_req.private_data, "hello", 5);
+		CHECK_EQ(P->ev[0].msg.u.sidr_req.pkey, 0xFFFF);
+		CHECK_EQ(A->tx[0].m.hdr.tid, tid_of(A, id));
+		CHECK_EQ(P->tx[0].m.hdr.tid, A->tx[0].m.hdr.tid);
 	}
 	CHECK(uroce_ibcm_conn_count(A->cm) == 0 && uroce_ibcm_conn_count(P->cm) == 0);
 
@@ -1344,20 +1344,20 @@ static void test_sidr(void)
 	CHECK(uroce_ibcm_send_sidr_rep(cp, &(struct uroce_cm_sidr_rep){.info_len = 73}, s->now) ==
 	      -EINVAL);
 	uroce_ibcm_conn_destroy(cp, s->now);
-	CHECK(uroce_ibcm_conn_count(P->cm) == 0);
+	CHECK_EQ(uroce_ibcm_conn_count(P->cm), 0);
 	run_all(s);
-	CHECK(ctr(A, UROCE_IBCM_C_RX_UNKNOWN_ID) == 1);
+	CHECK_EQ(ctr(A, UROCE_IBCM_C_RX_UNKNOWN_ID), 1);
 
 	/* Nobody answers: SIDR_REQ_ERROR after max_retries + 1 requests. */
 	A->ntx = A->nev = 0;
-	CHECK(uroce_ibcm_send_sidr_req(A->cm, &nowhere, &req, &t, NULL, s->now, &c) == 0);
+	CHECK_EQ(uroce_ibcm_send_sidr_req(A->cm, &nowhere, &req, &t, NULL, s->now, &c), 0);
 	uint64_t t0 = s->now;
 
 	run_all(s);
 	CHECK_STR(tx_str(A), "SIDR_REQ SIDR_REQ SIDR_REQ");
 	CHECK_STR(ev_str(A), "SIDR_REQ_ERROR");
 	CHECK(A->nev == 1 && A->ev[0].at == t0 + 300 * MS);
-	CHECK(uroce_ibcm_conn_count(A->cm) == 0);
+	CHECK_EQ(uroce_ibcm_conn_count(A->cm), 0);
 	sim_free(s);
 }
 
@@ -1400,7 +1400,7 @@ static void test_reentrancy(void)
 	A = &s->n[0];
 	P = &s->n[1];
 	P->pol.destroy_on_dreq = true;
-	CHECK(uroce_ibcm_send_dreq(connect_pair(s, 0x111, NULL), NULL, 0, NULL, s->now) == 0);
+	CHECK_EQ(uroce_ibcm_send_dreq(connect_pair(s, 0x111, NULL), NULL, 0, NULL, s->now), 0);
 	run_all(s);
 	CHECK_STR(ev_str(A), "REP_RECEIVED DREP_RECEIVED TIMEWAIT_EXIT");
 	CHECK_STR(ev_str(P), "REQ_RECEIVED RTU_RECEIVED DREQ_RECEIVED");
@@ -1436,7 +1436,7 @@ static void test_reentrancy(void)
 		A->pol.advance_in_cb = true;
 		connect_pair(s, 0x111, NULL);
 		CHECK(A->pol.destroy_other == NULL);
-		CHECK(uroce_ibcm_conn_count(A->cm) == 1);
+		CHECK_EQ(uroce_ibcm_conn_count(A->cm), 1);
 		CHECK_STR(tx_str(A), "REQ REQ REJ RTU");
 		run_for(s, 5000 * MS);
 		CHECK_STR(ev_str(A), "REP_RECEIVED");
@@ -1451,11 +1451,11 @@ static void test_reentrancy(void)
 
 		uroce_ibcm_conn_destroy(ca, s->now); /* DREQ_SENT, lingering */
 		uroce_ibcm_conn_destroy(ca, s->now);
-		CHECK(uroce_ibcm_send_dreq(ca, NULL, 0, NULL, s->now) == -EINVAL);
-		CHECK(uroce_ibcm_establish(ca) == -EINVAL);
+		CHECK_EQ(uroce_ibcm_send_dreq(ca, NULL, 0, NULL, s->now), -EINVAL);
+		CHECK_EQ(uroce_ibcm_establish(ca), -EINVAL);
 		CHECK_STR(tx_str(A), "REQ RTU DREQ");
 		run_all(s);
-		CHECK(uroce_ibcm_conn_count(A->cm) == 0);
+		CHECK_EQ(uroce_ibcm_conn_count(A->cm), 0);
 	}
 	sim_free(s);
 }
@@ -1480,7 +1480,7 @@ static void test_malformed(void)
 	uint32_t aid;
 	static const uint16_t attrs[] = {0x0001, 0x0019, 0x001A, 0x00FF, 0x0000, 0x0010 - 1};
 
-	CHECK(uroce_ibcm_send_req(A->cm, &to, &req, &A->t, NULL, s->now, &ca) == 0);
+	CHECK_EQ(uroce_ibcm_send_req(A->cm, &to, &req, &A->t, NULL, s->now, &ca), 0);
 	memcpy(good, A->tx[0].raw, sizeof(good));
 
 	/* Every truncated length. */
@@ -1510,9 +1510,9 @@ static void test_malformed(void)
 	uroce_ibcm_recv(P->cm, &from, m, sizeof(m), s->now);
 	put_attr(m, UROCE_CM_ATTR_REP);
 	uroce_ibcm_recv(A->cm, &pfrom, m, sizeof(m), s->now);
-	CHECK(ctr(P, UROCE_IBCM_C_RX_MALFORMED) == bad + 1);
-	CHECK(ctr(A, UROCE_IBCM_C_RX_MALFORMED) == 1);
-	CHECK(ctr(P, UROCE_IBCM_C_RX_MADS) == bad + 1);
+	CHECK_EQ(ctr(P, UROCE_IBCM_C_RX_MALFORMED), bad + 1);
+	CHECK_EQ(ctr(A, UROCE_IBCM_C_RX_MALFORMED), 1);
+	CHECK_EQ(ctr(P, UROCE_IBCM_C_RX_MADS), bad + 1);
 	CHECK(P->nev == 0 && uroce_ibcm_conn_count(P->cm) == 0);
 
 	/* Unknown comm IDs: counted and dropped, a DREQ answered with a DREP. */
@@ -1529,12 +1529,12 @@ static void test_malformed(void)
 		uroce_ibcm_recv(A->cm, &pfrom, m, sizeof(m), s->now);
 		unknown++;
 	}
-	CHECK(ctr(A, UROCE_IBCM_C_RX_UNKNOWN_ID) == unknown);
+	CHECK_EQ(ctr(A, UROCE_IBCM_C_RX_UNKNOWN_ID), unknown);
 	CHECK_STR(tx_str(A), "REQ DREP");
 	if (A->ntx == 2) {
-		CHECK(A->tx[1].m.u.drep.local_comm_id == 0x00ABCDEF);
-		CHECK(A->tx[1].m.u.drep.remote_comm_id == 0x12345);
-		CHECK(A->tx[1].m.hdr.tid == A->tx[0].m.hdr.tid); /* the DREQ's, copied from good */
+		CHECK_EQ(A->tx[1].m.u.drep.local_comm_id, 0x00ABCDEF);
+		CHECK_EQ(A->tx[1].m.u.drep.remote_comm_id, 0x12345);
+		CHECK_EQ(A->tx[1].m.hdr.tid, A->tx[0].m.hdr.tid); /* the DREQ's, copied from good */
 	}
 
 	/* Known comm ID, wrong state: A's conn is REQ_SENT (remote ID still 0). */
@@ -1556,7 +1556,7 @@ static void test_malformed(void)
 			uroce_ibcm_recv(A->cm, &pfrom, m, sizeof(m), s->now);
 		}
 	}
-	CHECK(ctr(A, UROCE_IBCM_C_RX_BAD_STATE) == rx + 4);
+	CHECK_EQ(ctr(A, UROCE_IBCM_C_RX_BAD_STATE), rx + 4);
 	CHECK(A->nev == 0 && uroce_ibcm_conn_state(ca) == UROCE_IBCM_REQ_SENT);
 
 	/* Random CM MADs with a valid header, and random corruptions of real ones: no crash, every
@@ -1585,7 +1585,7 @@ static void test_malformed(void)
 		if (i % 1000 == 999)
 			run_for(s, 150 * MS);
 	}
-	CHECK(ctr(P, UROCE_IBCM_C_RX_MADS) >= rx + 10000);
+	CHECK_GE(ctr(P, UROCE_IBCM_C_RX_MADS), rx + 10000);
 	sim_free(s);
 }
 
@@ -1622,12 +1622,12 @@ static void test_comm_ids(void)
 
 	memset(&req, 0, sizeof(req));
 	cfg.comm_id_prefix = 0x1000;
-	CHECK(uroce_ibcm_create(&cfg, &cm) == -EINVAL);
+	CHECK_EQ(uroce_ibcm_create(&cfg, &cm), -EINVAL);
 	cfg.comm_id_prefix = 0xABC;
 	cfg.ops = NULL;
-	CHECK(uroce_ibcm_create(&cfg, &cm) == -EINVAL);
+	CHECK_EQ(uroce_ibcm_create(&cfg, &cm), -EINVAL);
 	cfg.ops = &ops;
-	CHECK(uroce_ibcm_create(&cfg, &cm) == 0);
+	CHECK_EQ(uroce_ibcm_create(&cfg, &cm), 0);
 	CHECK(!strcmp(uroce_ibcm_state_name(UROCE_IBCM_MRA_REP_RCVD), "MRA_REP_RCVD"));
 	CHECK(!strcmp(uroce_ibcm_counter_name(UROCE_IBCM_C_RX_UNKNOWN_ID),
 		      "cm_rx_unknown_comm_id"));
@@ -1635,10 +1635,10 @@ static void test_comm_ids(void)
 
 	/* From the seed, wrapping past 0. */
 	for (int i = 0; i < 3; i++)
-		CHECK(uroce_ibcm_send_sidr_req(cm, &to, &req, &t, NULL, T0, &c[i]) == 0);
-	CHECK(uroce_ibcm_conn_local_id(c[0]) == (0xABCu << 20 | 0xFFFFE));
-	CHECK(uroce_ibcm_conn_local_id(c[1]) == (0xABCu << 20 | 0xFFFFF));
-	CHECK(uroce_ibcm_conn_local_id(c[2]) == (0xABCu << 20 | 0x00001));
+		CHECK_EQ(uroce_ibcm_send_sidr_req(cm, &to, &req, &t, NULL, T0, &c[i]), 0);
+	CHECK_EQ(uroce_ibcm_conn_local_id(c[0]), (0xABCu << 20 | 0xFFFFE));
+	CHECK_EQ(uroce_ibcm_conn_local_id(c[1]), (0xABCu << 20 | 0xFFFFF));
+	CHECK_EQ(uroce_ibcm_conn_local_id(c[2]), (0xABCu << 20 | 0x00001));
 	x = c[2];
 	xid = uroce_ibcm_conn_local_id(x);
 	uroce_ibcm_conn_destroy(c[0], T0);
@@ -1656,8 +1656,8 @@ static void test_comm_ids(void)
 		bad += id == xid || (id & 0xFFFFF) == 0 || id >> 20 != 0xABC;
 		uroce_ibcm_conn_destroy(y, T0);
 	}
-	CHECK(bad == 0);
-	CHECK(uroce_ibcm_conn_count(cm) == 1);
+	CHECK_EQ(bad, 0);
+	CHECK_EQ(uroce_ibcm_conn_count(cm), 1);
 	/* Many at once: the tables grow; every ID distinct; timers all fire. */
 	{
 		enum { MANY = 5000 };
@@ -1666,19 +1666,19 @@ static void test_comm_ids(void)
 		for (int i = 0; i < MANY; i++)
 			CHECK(uroce_ibcm_send_sidr_req(cm, &to, &req, &t, NULL, T0 + (uint64_t)i,
 						       &v[i]) == 0);
-		CHECK(uroce_ibcm_conn_count(cm) == MANY + 1);
-		CHECK(uroce_ibcm_next_deadline(cm) == T0 + 100 * MS);
+		CHECK_EQ(uroce_ibcm_conn_count(cm), MANY + 1);
+		CHECK_EQ(uroce_ibcm_next_deadline(cm), T0 + 100 * MS);
 		light_sends = 0;
 		uroce_ibcm_advance(cm, T0 + 100 * MS + 2499);
-		CHECK(light_sends == 2501); /* x and the first 2500 */
-		CHECK(uroce_ibcm_next_deadline(cm) == T0 + 100 * MS + 2500);
+		CHECK_EQ(light_sends, 2501); /* x and the first 2500 */
+		CHECK_EQ(uroce_ibcm_next_deadline(cm), T0 + 100 * MS + 2500);
 		for (int i = 0; i < MANY; i += 2)
 			uroce_ibcm_conn_destroy(v[i], T0);
 		uroce_ibcm_advance(cm, T0 + 10000 * MS); /* first resends of the rest */
 		uroce_ibcm_advance(cm, T0 + 20000 * MS); /* and their errors */
-		CHECK(uroce_ibcm_next_deadline(cm) == UINT64_MAX);
+		CHECK_EQ(uroce_ibcm_next_deadline(cm), UINT64_MAX);
 		for (int i = 1; i < MANY; i += 2)
-			CHECK(uroce_ibcm_conn_state(v[i]) == UROCE_IBCM_IDLE);
+			CHECK_EQ(uroce_ibcm_conn_state(v[i]), UROCE_IBCM_IDLE);
 		free(v);
 	}
 	uroce_ibcm_destroy(cm); /* frees the IDLE conns left */
@@ -1694,10 +1694,10 @@ static void test_send_error(void)
 	A->send_fail = true;
 	ca = connect_pair(s, 0x111, NULL);
 	CHECK(ctr(A, UROCE_IBCM_C_TX_ERRORS) == 1 && ctr(A, UROCE_IBCM_C_TX_MADS) == 0);
-	CHECK(uroce_ibcm_conn_state(ca) == UROCE_IBCM_REQ_SENT);
+	CHECK_EQ(uroce_ibcm_conn_state(ca), UROCE_IBCM_REQ_SENT);
 	A->send_fail = false;
 	run_for(s, 200 * MS);
-	CHECK(uroce_ibcm_conn_state(ca) == UROCE_IBCM_ESTABLISHED);
+	CHECK_EQ(uroce_ibcm_conn_state(ca), UROCE_IBCM_ESTABLISHED);
 	CHECK_STR(ev_str(P), "REQ_RECEIVED RTU_RECEIVED");
 	CHECK(ctr(A, UROCE_IBCM_C_TX_ERRORS) == 1 && ctr(A, UROCE_IBCM_C_TX_MADS) == 2);
 	sim_free(s);
@@ -1781,7 +1781,7 @@ static void soak_event(struct node *n, const struct uroce_ibcm_event *ev)
 		sd->local_id = uroce_ibcm_conn_local_id(ev->conn);
 		sd->idx = pd[0] | pd[1] << 8;
 		sd->ev[ev->type]++;
-		CHECK(sd->idx < SOAK_CONNS);
+		CHECK_LT(sd->idx, SOAK_CONNS);
 		uroce_ibcm_conn_set_user(ev->conn, sd);
 		if (k->plan[sd->idx] == PLAN_REJECT) {
 			CHECK(uroce_ibcm_send_rej(ev->conn, UROCE_CM_REJ_CONSUMER_DEFINED, NULL, 0,
@@ -1791,7 +1791,7 @@ static void soak_event(struct node *n, const struct uroce_ibcm_event *ev)
 			return;
 		}
 		rep.local_qpn = 0x20000u + (uint32_t)sd->idx;
-		CHECK(uroce_ibcm_send_rep(ev->conn, &rep, &k->t, now) == 0);
+		CHECK_EQ(uroce_ibcm_send_rep(ev->conn, &rep, &k->t, now), 0);
 		return;
 	}
 	CHECK(sd != NULL);
@@ -1802,8 +1802,8 @@ static void soak_event(struct node *n, const struct uroce_ibcm_event *ev)
 	sd->ev[ev->type]++;
 	switch (ev->type) {
 	case UROCE_IBCM_EV_REP_RECEIVED:
-		CHECK(n->idx == 0);
-		CHECK(uroce_ibcm_send_rtu(ev->conn, NULL, 0, now) == 0);
+		CHECK_EQ(n->idx, 0);
+		CHECK_EQ(uroce_ibcm_send_rtu(ev->conn, NULL, 0, now), 0);
 		sd->est = true;
 		k->a_remote[sd->idx] = ev->msg->u.rep.local_comm_id;
 		/* The first data packet, a little after the RTU (so either may establish the
@@ -1815,7 +1815,7 @@ static void soak_event(struct node *n, const struct uroce_ibcm_event *ev)
 		sd->est = sd->reached = true;
 		break;
 	case UROCE_IBCM_EV_DREQ_RECEIVED:
-		CHECK(uroce_ibcm_send_drep(ev->conn, NULL, 0, now) == 0);
+		CHECK_EQ(uroce_ibcm_send_drep(ev->conn, NULL, 0, now), 0);
 		sd->reached = true;
 		sd->disc = true;
 		break;
@@ -1864,7 +1864,7 @@ static int soak_disc(struct side *sd, bool destroy, uint64_t now)
 	if (destroy)
 		soak_destroy(sd, now);
 	else
-		CHECK(uroce_ibcm_send_dreq(sd->conn, NULL, 0, NULL, now) == 0);
+		CHECK_EQ(uroce_ibcm_send_dreq(sd->conn, NULL, 0, NULL, now), 0);
 	return 0;
 }
 
@@ -1884,7 +1884,7 @@ static void soak_action(struct sim *s, const struct action *a)
 		req.private_data[1] = (uint8_t)(a->idx >> 8);
 		memset(sa, 0, sizeof(*sa));
 		sa->idx = a->idx;
-		CHECK(uroce_ibcm_send_req(A->cm, &to, &req, &k->t, sa, now, &sa->conn) == 0);
+		CHECK_EQ(uroce_ibcm_send_req(A->cm, &to, &req, &k->t, sa, now, &sa->conn), 0);
 		if (k->plan[a->idx] == PLAN_ABORT)
 			schedule(s, now + rnd(s) % (3 * MS), ACT_ABORT, a->idx, 0);
 		break;
@@ -1966,11 +1966,11 @@ static void soak_one(uint64_t seed, unsigned loss, struct soak_stats *st)
 				continue;
 			np++;
 			CHECK(p->destroyed && p->ev[UROCE_IBCM_EV_REQ_RECEIVED] == 1);
-			CHECK(p->ev[UROCE_IBCM_EV_RTU_RECEIVED] <= 1);
-			CHECK(p->ev[UROCE_IBCM_EV_TIMEWAIT_EXIT] <= 1);
+			CHECK_LE(p->ev[UROCE_IBCM_EV_RTU_RECEIVED], 1);
+			CHECK_LE(p->ev[UROCE_IBCM_EV_TIMEWAIT_EXIT], 1);
 			if (p->reached) {
 				reached++;
-				CHECK(p->local_id == k->a_remote[i]);
+				CHECK_EQ(p->local_id, k->a_remote[i]);
 				CHECK(p->disc && !p->err);
 			} else {
 				CHECK(p->err); /* REP_ERROR or REJ */
@@ -1978,9 +1978,9 @@ static void soak_one(uint64_t seed, unsigned loss, struct soak_stats *st)
 		}
 		CHECKF(a->destroyed, "seed %llu loss %u conn %d", (unsigned long long)seed, loss,
 		       i);
-		CHECK(a->ev[UROCE_IBCM_EV_REP_RECEIVED] <= 1);
-		CHECK(a->ev[UROCE_IBCM_EV_TIMEWAIT_EXIT] <= 1);
-		CHECK(a->est + a->err + a->aborted == 1);
+		CHECK_LE(a->ev[UROCE_IBCM_EV_REP_RECEIVED], 1);
+		CHECK_LE(a->ev[UROCE_IBCM_EV_TIMEWAIT_EXIT], 1);
+		CHECK_EQ(a->est + a->err + a->aborted, 1);
 		if (a->est) {
 			/* Connected on both sides (the passive side may have been told by the DREQ
 			 * before the RTU), and disconnected on both. */
@@ -1992,7 +1992,7 @@ static void soak_one(uint64_t seed, unsigned loss, struct soak_stats *st)
 			       (unsigned long long)seed, loss, i, k->plan[i]);
 			if (k->plan[i] == PLAN_REJECT && a->err &&
 			    a->ev[UROCE_IBCM_EV_REJ_RECEIVED])
-				CHECK(a->rej_reason == UROCE_CM_REJ_CONSUMER_DEFINED);
+				CHECK_EQ(a->rej_reason, UROCE_CM_REJ_CONSUMER_DEFINED);
 			if (k->plan[i] != PLAN_REJECT && k->plan[i] != PLAN_ABORT)
 				CHECKF(0, "seed %llu loss %u conn %d plan %d failed to connect",
 				       (unsigned long long)seed, loss, i, k->plan[i]);

@@ -78,10 +78,10 @@ static void test_active(void)
 	rc = rdma_getaddrinfo("127.0.0.1", "7471", &h, &r);
 	CHECKF(rc == 0, "rc %d", rc);
 	if (!rc) {
-		CHECK(r->ai_flags == 0);
-		CHECK(r->ai_family == AF_INET);
-		CHECK(r->ai_qp_type == IBV_QPT_RC);
-		CHECK(r->ai_port_space == RDMA_PS_TCP);
+		CHECK_EQ(r->ai_flags, 0);
+		CHECK_EQ(r->ai_family, AF_INET);
+		CHECK_EQ(r->ai_qp_type, IBV_QPT_RC);
+		CHECK_EQ(r->ai_port_space, RDMA_PS_TCP);
 		CHECK(!r->ai_src_addr && r->ai_src_len == 0);
 		CHECK(is_addr(r->ai_dst_addr, r->ai_dst_len, "127.0.0.1", PORT));
 		check_plain(r);
@@ -108,7 +108,7 @@ static void test_active(void)
 	CHECKF(rc == 0, "rc %d", rc);
 	if (!rc) {
 		CHECK(r->ai_flags == 0 && r->ai_family == AF_INET6);
-		CHECK(r->ai_dst_len == sizeof(struct sockaddr_in6));
+		CHECK_EQ(r->ai_dst_len, sizeof(struct sockaddr_in6));
 		CHECK(is_addr(r->ai_dst_addr, r->ai_dst_len, "::1", PORT));
 		CHECK(!r->ai_src_addr);
 		check_plain(r);
@@ -228,8 +228,8 @@ static void test_hints_only(void)
 	rc = rdma_getaddrinfo(NULL, NULL, &h, &r);
 	CHECKF(rc == 0, "rc %d", rc);
 	if (!rc) {
-		CHECK(r->ai_flags == (RAI_PASSIVE | RAI_NOROUTE)); /* all of the hints' flags */
-		CHECK(r->ai_family == AF_INET6);
+		CHECK_EQ(r->ai_flags, (RAI_PASSIVE | RAI_NOROUTE)); /* all of the hints' flags */
+		CHECK_EQ(r->ai_family, AF_INET6);
 		CHECK(r->ai_qp_type == IBV_QPT_UD && r->ai_port_space == RDMA_PS_UDP);
 		CHECK(is_addr(r->ai_src_addr, r->ai_src_len, "10.1.2.3", 1));
 		CHECK(is_addr(r->ai_dst_addr, r->ai_dst_len, "fe80::1", 2));
@@ -320,7 +320,7 @@ static void test_errors(int oracle)
 	rc = rdma_getaddrinfo("127.0.0.1", "7471", &h, &r);
 	CHECKF(rc == 0, "rc %d", rc);
 	if (!rc) {
-		CHECK(r->ai_family == AF_INET);
+		CHECK_EQ(r->ai_family, AF_INET);
 		rdma_freeaddrinfo(r);
 		r = NULL;
 	}
@@ -350,10 +350,10 @@ static void test_free_chain(void)
 			     *c = NULL;
 
 	rdma_freeaddrinfo(NULL);
-	CHECK(rdma_getaddrinfo(NULL, "7471", &h, &a) == 0);
+	CHECK_EQ(rdma_getaddrinfo(NULL, "7471", &h, &a), 0);
 	h = hints_of(0, 0, 0, 0);
-	CHECK(rdma_getaddrinfo("127.0.0.1", "7471", &h, &b) == 0);
-	CHECK(rdma_getaddrinfo("::1", "7472", &h, &c) == 0);
+	CHECK_EQ(rdma_getaddrinfo("127.0.0.1", "7471", &h, &b), 0);
+	CHECK_EQ(rdma_getaddrinfo("::1", "7472", &h, &c), 0);
 	if (!a || !b || !c)
 		return;
 	a->ai_next = b;

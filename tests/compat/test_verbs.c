@@ -85,7 +85,7 @@ static void to_rts(struct ibv_qp *qp, uint32_t dest_qpn, int gid_idx, const unio
 	CHECK(ibv_modify_qp(qp, &a,
 			    IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) ==
 	      0);
-	CHECK(qp->state == IBV_QPS_INIT);
+	CHECK_EQ(qp->state, IBV_QPS_INIT);
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
@@ -108,7 +108,7 @@ static void to_rts(struct ibv_qp *qp, uint32_t dest_qpn, int gid_idx, const unio
 			    IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 				    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
 				    IBV_QP_MIN_RNR_TIMER) == 0);
-	CHECK(qp->state == IBV_QPS_RTR);
+	CHECK_EQ(qp->state, IBV_QPS_RTR);
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
@@ -120,7 +120,7 @@ static void to_rts(struct ibv_qp *qp, uint32_t dest_qpn, int gid_idx, const unio
 	CHECK(ibv_modify_qp(qp, &a,
 			    IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 				    IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) == 0);
-	CHECK(qp->state == IBV_QPS_RTS);
+	CHECK_EQ(qp->state, IBV_QPS_RTS);
 }
 
 static void make_end(struct ibv_context *ctx, struct ibv_pd *pd, struct ibv_comp_channel *ch,
@@ -137,7 +137,7 @@ static void make_end(struct ibv_context *ctx, struct ibv_pd *pd, struct ibv_comp
 	CHECK(e->mr != NULL);
 	e->cq = ibv_create_cq(ctx, 64, e, ch, 0);
 	CHECK(e->cq != NULL);
-	CHECK(e->cq->cqe >= 64);
+	CHECK_GE(e->cq->cqe, 64);
 	init.send_cq = e->cq;
 	init.recv_cq = e->cq;
 	init.qp_type = IBV_QPT_RC;
@@ -170,14 +170,14 @@ static void test_rc(struct ibv_context *ctx, struct ibv_pd *pd, int gid_idx)
 	make_end(ctx, pd, NULL, &b);
 	if (!a.qp || !b.qp || !a.mr || !b.mr)
 		return;
-	CHECK(ibv_destroy_comp_channel(ch) == EBUSY); /* a CQ uses it */
-	CHECK(ibv_query_gid(ctx, 1, gid_idx, &gid) == 0);
+	CHECK_EQ(ibv_destroy_comp_channel(ch), EBUSY); /* a CQ uses it */
+	CHECK_EQ(ibv_query_gid(ctx, 1, gid_idx, &gid), 0);
 	to_rts(a.qp, b.qp->qp_num, gid_idx, &gid);
 	to_rts(b.qp, a.qp->qp_num, gid_idx, &gid);
 
-	CHECK(ibv_query_qp(a.qp, &qa, IBV_QP_STATE | IBV_QP_CAP | IBV_QP_AV, &qi) == 0);
-	CHECK(qa.qp_state == IBV_QPS_RTS);
-	CHECK(qa.dest_qp_num == b.qp->qp_num);
+	CHECK_EQ(ibv_query_qp(a.qp, &qa, IBV_QP_STATE | IBV_QP_CAP | IBV_QP_AV, &qi), 0);
+	CHECK_EQ(qa.qp_state, IBV_QPS_RTS);
+	CHECK_EQ(qa.dest_qp_num, b.qp->qp_num);
 	CHECK(qa.ah_attr.is_global && qa.ah_attr.grh.sgid_index == gid_idx);
 	CHECK(qi.cap.max_send_sge >= 2 && qi.qp_type == IBV_QPT_RC);
 
@@ -187,8 +187,8 @@ static void test_rc(struct ibv_context *ctx, struct ibv_pd *pd, int gid_idx)
 	rwr.wr_id = 7;
 	rwr.sg_list = &sge;
 	rwr.num_sge = 1;
-	CHECK(ibv_post_recv(b.qp, &rwr, &rbad) == 0);
-	CHECK(ibv_req_notify_cq(a.cq, 0) == 0);
+	CHECK_EQ(ibv_post_recv(b.qp, &rwr, &rbad), 0);
+	CHECK_EQ(ibv_req_notify_cq(a.cq, 0), 0);
 	struct ibv_sge ssge = {(uintptr_t)a.buf, 12, a.mr->lkey};
 
 	swr.wr_id = 9;
@@ -197,26 +197,26 @@ static void test_rc(struct ibv_context *ctx, struct ibv_pd *pd, int gid_idx)
 	swr.opcode = IBV_WR_SEND_WITH_IMM;
 	swr.send_flags = IBV_SEND_SIGNALED;
 	swr.imm_data = htonl(0x12345678);
-	CHECK(ibv_post_send(a.qp, &swr, &sbad) == 0);
-	CHECK(poll_one(b.cq, &wc) == 1);
+	CHECK_EQ(ibv_post_send(a.qp, &swr, &sbad), 0);
+	CHECK_EQ(poll_one(b.cq, &wc), 1);
 	CHECKF(wc.status == IBV_WC_SUCCESS, "recv status %s", ibv_wc_status_str(wc.status));
 	CHECK(wc.wr_id == 7 && wc.opcode == IBV_WC_RECV && wc.byte_len == 12);
 	CHECK((wc.wc_flags & IBV_WC_WITH_IMM) && ntohl(wc.imm_data) == 0x12345678);
-	CHECK(wc.qp_num == b.qp->qp_num);
-	CHECK(!memcmp(b.buf + 1024, "hello uroce", 12));
+	CHECK_EQ(wc.qp_num, b.qp->qp_num);
+	CHECK_MEM_EQ(b.buf + 1024, "hello uroce", 12);
 
 	struct pollfd pfd = {.fd = ch->fd, .events = POLLIN};
 	struct ibv_cq *ev_cq = NULL;
 	void *ev_ctx = NULL;
 
-	CHECK(poll(&pfd, 1, WAIT_MS) == 1);
-	CHECK(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0);
+	CHECK_EQ(poll(&pfd, 1, WAIT_MS), 1);
+	CHECK_EQ(ibv_get_cq_event(ch, &ev_cq, &ev_ctx), 0);
 	CHECK(ev_cq == a.cq && ev_ctx == &a);
 	ibv_ack_cq_events(ev_cq, 1);
-	CHECK(ibv_poll_cq(a.cq, 1, &wc) == 1);
+	CHECK_EQ(ibv_poll_cq(a.cq, 1, &wc), 1);
 	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 9 && wc.opcode == IBV_WC_SEND);
 	/* Non-blocking channel with nothing pending: -1, EAGAIN. */
-	CHECK(fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK) == 0);
+	CHECK_EQ(fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK), 0);
 	errno = 0;
 	CHECK(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == -1 && errno == EAGAIN);
 
@@ -228,11 +228,11 @@ static void test_rc(struct ibv_context *ctx, struct ibv_pd *pd, int gid_idx)
 	swr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
 	swr.wr.rdma.remote_addr = (uintptr_t)b.buf + 2000;
 	swr.wr.rdma.rkey = b.mr->rkey;
-	CHECK(ibv_post_send(a.qp, &swr, &sbad) == 0);
-	CHECK(poll_one(a.cq, &wc) == 1);
+	CHECK_EQ(ibv_post_send(a.qp, &swr, &sbad), 0);
+	CHECK_EQ(poll_one(a.cq, &wc), 1);
 	CHECKF(wc.status == IBV_WC_SUCCESS, "write status %s", ibv_wc_status_str(wc.status));
 	CHECK(wc.wr_id == 10 && wc.opcode == IBV_WC_RDMA_WRITE);
-	CHECK(!memcmp(b.buf + 2000, "written by a", 13));
+	CHECK_MEM_EQ(b.buf + 2000, "written by a", 13);
 
 	for (int i = 0; i < 4000; i++)
 		b.buf[4096 + i] = (uint8_t)(i * 7);
@@ -241,11 +241,11 @@ static void test_rc(struct ibv_context *ctx, struct ibv_pd *pd, int gid_idx)
 	swr.opcode = IBV_WR_RDMA_READ;
 	swr.send_flags = IBV_SEND_SIGNALED;
 	swr.wr.rdma.remote_addr = (uintptr_t)b.buf + 4096;
-	CHECK(ibv_post_send(a.qp, &swr, &sbad) == 0);
-	CHECK(poll_one(a.cq, &wc) == 1);
+	CHECK_EQ(ibv_post_send(a.qp, &swr, &sbad), 0);
+	CHECK_EQ(poll_one(a.cq, &wc), 1);
 	CHECKF(wc.status == IBV_WC_SUCCESS, "read status %s", ibv_wc_status_str(wc.status));
 	CHECK(wc.wr_id == 11 && wc.opcode == IBV_WC_RDMA_READ && wc.byte_len == 4000);
-	CHECK(!memcmp(a.buf + 4096, b.buf + 4096, 4000));
+	CHECK_MEM_EQ(a.buf + 4096, b.buf + 4096, 4000);
 
 	/* Atomics on an 8-byte aligned word of b. */
 	uint64_t *word = (uint64_t *)(void *)(b.buf + 3000 - 3000 % 8);
@@ -257,10 +257,10 @@ static void test_rc(struct ibv_context *ctx, struct ibv_pd *pd, int gid_idx)
 	swr.wr.atomic.remote_addr = (uintptr_t)word;
 	swr.wr.atomic.compare_add = 2;
 	swr.wr.atomic.rkey = b.mr->rkey;
-	CHECK(ibv_post_send(a.qp, &swr, &sbad) == 0);
-	CHECK(poll_one(a.cq, &wc) == 1);
+	CHECK_EQ(ibv_post_send(a.qp, &swr, &sbad), 0);
+	CHECK_EQ(poll_one(a.cq, &wc), 1);
 	CHECKF(wc.status == IBV_WC_SUCCESS, "fadd status %s", ibv_wc_status_str(wc.status));
-	CHECK(wc.opcode == IBV_WC_FETCH_ADD);
+	CHECK_EQ(wc.opcode, IBV_WC_FETCH_ADD);
 	uint64_t old;
 
 	memcpy(&old, a.buf + 8, 8);
@@ -269,10 +269,10 @@ static void test_rc(struct ibv_context *ctx, struct ibv_pd *pd, int gid_idx)
 	swr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
 	swr.wr.atomic.compare_add = 42;
 	swr.wr.atomic.swap = 7;
-	CHECK(ibv_post_send(a.qp, &swr, &sbad) == 0);
-	CHECK(poll_one(a.cq, &wc) == 1);
+	CHECK_EQ(ibv_post_send(a.qp, &swr, &sbad), 0);
+	CHECK_EQ(poll_one(a.cq, &wc), 1);
 	CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_COMP_SWAP);
-	CHECK(*word == 7);
+	CHECK_EQ(*word, 7);
 
 	/* rdma-core's conventions: a positive errno, *bad_wr at the first one not posted. */
 	struct ibv_send_wr w2 = swr, w1 = swr;
@@ -284,7 +284,7 @@ static void test_rc(struct ibv_context *ctx, struct ibv_pd *pd, int gid_idx)
 	w1.wr.rdma.rkey = b.mr->rkey;
 	w2.num_sge = 1000;
 	sbad = NULL;
-	CHECK(ibv_post_send(a.qp, &w1, &sbad) == EINVAL);
+	CHECK_EQ(ibv_post_send(a.qp, &w1, &sbad), EINVAL);
 	CHECK(sbad == &w2);
 	rwr.num_sge = 1000;
 	rbad = NULL;
@@ -294,10 +294,10 @@ static void test_rc(struct ibv_context *ctx, struct ibv_pd *pd, int gid_idx)
 	rwr.num_sge = 1;
 	sge = (struct ibv_sge){(uintptr_t)a.buf, 16, a.mr->lkey};
 	rwr.wr_id = 77;
-	CHECK(ibv_post_recv(a.qp, &rwr, &rbad) == 0);
+	CHECK_EQ(ibv_post_recv(a.qp, &rwr, &rbad), 0);
 	qa.qp_state = IBV_QPS_ERR;
-	CHECK(ibv_modify_qp(a.qp, &qa, IBV_QP_STATE) == 0);
-	CHECK(a.qp->state == IBV_QPS_ERR);
+	CHECK_EQ(ibv_modify_qp(a.qp, &qa, IBV_QP_STATE), 0);
+	CHECK_EQ(a.qp->state, IBV_QPS_ERR);
 	/* The unsignaled WRITE posted before the bad request may complete first (flushed). */
 	int flushed = 0;
 
@@ -308,13 +308,13 @@ static void test_rc(struct ibv_context *ctx, struct ibv_pd *pd, int gid_idx)
 	}
 	CHECK(flushed);
 
-	CHECK(ibv_destroy_qp(a.qp) == 0);
-	CHECK(ibv_destroy_qp(b.qp) == 0);
-	CHECK(ibv_destroy_cq(a.cq) == 0);
-	CHECK(ibv_destroy_cq(b.cq) == 0);
-	CHECK(ibv_destroy_comp_channel(ch) == 0);
-	CHECK(ibv_dereg_mr(a.mr) == 0);
-	CHECK(ibv_dereg_mr(b.mr) == 0);
+	CHECK_EQ(ibv_destroy_qp(a.qp), 0);
+	CHECK_EQ(ibv_destroy_qp(b.qp), 0);
+	CHECK_EQ(ibv_destroy_cq(a.cq), 0);
+	CHECK_EQ(ibv_destroy_cq(b.cq), 0);
+	CHECK_EQ(ibv_destroy_comp_channel(ch), 0);
+	CHECK_EQ(ibv_dereg_mr(a.mr), 0);
+	CHECK_EQ(ibv_dereg_mr(b.mr), 0);
 	free(a.buf);
 	free(b.buf);
 }
@@ -349,17 +349,17 @@ static void test_ud(struct ibv_context *ctx, struct ibv_pd *pd, int gid_idx)
 				    IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY) ==
 		      0);
 		a.qp_state = IBV_QPS_RTR;
-		CHECK(ibv_modify_qp(q[i], &a, IBV_QP_STATE) == 0);
+		CHECK_EQ(ibv_modify_qp(q[i], &a, IBV_QP_STATE), 0);
 		a.qp_state = IBV_QPS_RTS;
 		a.sq_psn = 0;
-		CHECK(ibv_modify_qp(q[i], &a, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0);
+		CHECK_EQ(ibv_modify_qp(q[i], &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
 	}
 	ah_attr.port_num = 1;
 	CHECK(ibv_create_ah(pd, &ah_attr) == NULL && errno == EINVAL); /* RoCE: GRH required */
 	ah_attr.is_global = 1;
 	ah_attr.grh.sgid_index = (uint8_t)gid_idx;
 	ah_attr.grh.hop_limit = 64;
-	CHECK(ibv_query_gid(ctx, 1, gid_idx, &ah_attr.grh.dgid) == 0);
+	CHECK_EQ(ibv_query_gid(ctx, 1, gid_idx, &ah_attr.grh.dgid), 0);
 	struct ibv_ah *ah = ibv_create_ah(pd, &ah_attr);
 
 	CHECK(ah != NULL);
@@ -377,8 +377,8 @@ static void test_ud(struct ibv_context *ctx, struct ibv_pd *pd, int gid_idx)
 	swr.wr.ud.ah = ah;
 	swr.wr.ud.remote_qpn = q[1]->qp_num;
 	swr.wr.ud.remote_qkey = 0x11111111;
-	CHECK(ibv_post_recv(q[1], &rwr, &rbad) == 0);
-	CHECK(ibv_post_send(q[0], &swr, &sbad) == 0);
+	CHECK_EQ(ibv_post_recv(q[1], &rwr, &rbad), 0);
+	CHECK_EQ(ibv_post_send(q[0], &swr, &sbad), 0);
 	int got_send = 0, got_recv = 0;
 
 	for (int i = 0; i < 2; i++) {
@@ -393,26 +393,26 @@ static void test_ud(struct ibv_context *ctx, struct ibv_pd *pd, int gid_idx)
 		}
 		got_recv = 1;
 		CHECK(wc.wr_id == 1 && wc.byte_len == 140 && (wc.wc_flags & IBV_WC_GRH));
-		CHECK(wc.src_qp == q[0]->qp_num);
+		CHECK_EQ(wc.src_qp, q[0]->qp_num);
 		CHECK(buf[40] == 0x5a && buf[139] == 0x5a);
 		struct ibv_ah_attr back;
 
-		CHECK(ibv_init_ah_from_wc(ctx, 1, &wc, (struct ibv_grh *)(void *)buf, &back) == 0);
+		CHECK_EQ(ibv_init_ah_from_wc(ctx, 1, &wc, (struct ibv_grh *)(void *)buf, &back), 0);
 		CHECK(back.is_global && back.grh.sgid_index == gid_idx);
-		CHECK(!memcmp(back.grh.dgid.raw, ah_attr.grh.dgid.raw, 16));
+		CHECK_MEM_EQ(back.grh.dgid.raw, ah_attr.grh.dgid.raw, 16);
 		struct ibv_ah *ah2 =
 			ibv_create_ah_from_wc(pd, &wc, (struct ibv_grh *)(void *)buf, 1);
 
 		CHECK(ah2 != NULL);
 		if (ah2)
-			CHECK(ibv_destroy_ah(ah2) == 0);
+			CHECK_EQ(ibv_destroy_ah(ah2), 0);
 	}
 	CHECK(got_send && got_recv);
-	CHECK(ibv_destroy_ah(ah) == 0);
+	CHECK_EQ(ibv_destroy_ah(ah), 0);
 	for (int i = 0; i < 2; i++)
-		CHECK(ibv_destroy_qp(q[i]) == 0);
-	CHECK(ibv_destroy_cq(cq) == 0);
-	CHECK(ibv_dereg_mr(mr) == 0);
+		CHECK_EQ(ibv_destroy_qp(q[i]), 0);
+	CHECK_EQ(ibv_destroy_cq(cq), 0);
+	CHECK_EQ(ibv_dereg_mr(mr), 0);
 	free(buf);
 }
 
@@ -441,12 +441,12 @@ int main(int argc, char **argv)
 	struct ibv_device_attr_ex dx;
 	struct ibv_port_attr pa;
 
-	CHECK(ibv_query_device_ex(ctx, NULL, &dx) == 0);
+	CHECK_EQ(ibv_query_device_ex(ctx, NULL, &dx), 0);
 	CHECK(dx.orig_attr.vendor_id == 0xFFFFFF && dx.orig_attr.vendor_part_id == 0);
 	CHECK(dx.orig_attr.phys_port_cnt == 1 && dx.orig_attr.atomic_cap == IBV_ATOMIC_HCA);
-	CHECK(ibv_query_port(ctx, 1, &pa) == 0);
+	CHECK_EQ(ibv_query_port(ctx, 1, &pa), 0);
 	CHECK(pa.link_layer == IBV_LINK_LAYER_ETHERNET && pa.state == IBV_PORT_ACTIVE);
-	CHECK(ibv_query_port(ctx, 2, &pa) == EINVAL);
+	CHECK_EQ(ibv_query_port(ctx, 2, &pa), EINVAL);
 	__be16 pkey;
 
 	CHECK(ibv_query_pkey(ctx, 1, 0, &pkey) == 0 && pkey == htons(0xFFFF));
@@ -461,8 +461,8 @@ int main(int argc, char **argv)
 		test_rc(ctx, pd, gid_idx);
 		CHECK_BAIL();
 		test_ud(ctx, pd, gid_idx);
-		CHECK(ibv_dealloc_pd(pd) == 0);
+		CHECK_EQ(ibv_dealloc_pd(pd), 0);
 	}
-	CHECK(ibv_close_device(ctx) == 0);
+	CHECK_EQ(ibv_close_device(ctx), 0);
 	return check_exit("compat_verbs");
 }

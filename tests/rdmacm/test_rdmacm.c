@@ -156,9 +156,9 @@ static struct rdma_cm_id *listener(struct rdma_event_channel *ch, enum rdma_port
 {
 	struct rdma_cm_id *l = NULL;
 
-	CHECK(rdma_create_id(ch, &l, NULL, ps) == 0);
-	CHECK(rdma_bind_addr(l, (struct sockaddr *)a) == 0);
-	CHECK(rdma_listen(l, backlog) == 0);
+	CHECK_EQ(rdma_create_id(ch, &l, NULL, ps), 0);
+	CHECK_EQ(rdma_bind_addr(l, (struct sockaddr *)a), 0);
+	CHECK_EQ(rdma_listen(l, backlog), 0);
 	return l;
 }
 
@@ -168,10 +168,10 @@ static struct rdma_cm_id *resolved(struct rdma_event_channel *ch, enum rdma_port
 {
 	struct rdma_cm_id *c = NULL;
 
-	CHECK(rdma_create_id(ch, &c, ctx, ps) == 0);
-	CHECK(rdma_resolve_addr(c, NULL, (struct sockaddr *)a, 2000) == 0);
+	CHECK_EQ(rdma_create_id(ch, &c, ctx, ps), 0);
+	CHECK_EQ(rdma_resolve_addr(c, NULL, (struct sockaddr *)a, 2000), 0);
 	expect_ack(ch, RDMA_CM_EVENT_ADDR_RESOLVED);
-	CHECK(rdma_resolve_route(c, 2000) == 0);
+	CHECK_EQ(rdma_resolve_route(c, 2000), 0);
 	expect_ack(ch, RDMA_CM_EVENT_ROUTE_RESOLVED);
 	return c;
 }
@@ -199,7 +199,7 @@ static int pair_connect(struct pair *p, bool qps, const char *req_pd, const char
 	if (!p->sch || !p->cch)
 		return -1;
 	p->listen = listener(p->sch, RDMA_PS_TCP, &a, 8);
-	CHECK(ntohs(rdma_get_src_port(p->listen)) == p->port);
+	CHECK_EQ(ntohs(rdma_get_src_port(p->listen)), p->port);
 	p->cli = resolved(p->cch, RDMA_PS_TCP, &a, p);
 	CHECK(p->cli->verbs != NULL && p->cli->port_num == 1);
 	CHECK(p->cli->route.num_paths == 1 && p->cli->route.path_rec != NULL);
@@ -219,8 +219,8 @@ static int pair_connect(struct pair *p, bool qps, const char *req_pd, const char
 	p->srv = ev->id;
 	CHECK(ev->listen_id == p->listen);
 	CHECK(p->srv->verbs == p->cli->verbs); /* one shared context per device */
-	CHECK(ntohs(rdma_get_src_port(p->srv)) == p->port);
-	CHECK(rdma_get_dst_port(p->srv) == rdma_get_src_port(p->cli));
+	CHECK_EQ(ntohs(rdma_get_src_port(p->srv)), p->port);
+	CHECK_EQ(rdma_get_dst_port(p->srv), rdma_get_src_port(p->cli));
 	CHECK(ev->param.conn.responder_resources == 1 && ev->param.conn.initiator_depth == 1);
 	if (req_pd)
 		CHECK(ev->param.conn.private_data_len >= strlen(req_pd) + 1 &&
@@ -239,7 +239,7 @@ static int pair_connect(struct pair *p, bool qps, const char *req_pd, const char
 	if (ev) {
 		ok++;
 		if (rep_pd)
-			CHECK(!memcmp(ev->param.conn.private_data, rep_pd, strlen(rep_pd) + 1));
+			CHECK_MEM_EQ(ev->param.conn.private_data, rep_pd, strlen(rep_pd) + 1);
 		rdma_ack_cm_event(ev);
 	}
 	ev = expect(p->sch, RDMA_CM_EVENT_ESTABLISHED);
@@ -256,23 +256,23 @@ static void pair_close(struct pair *p)
 	/* The client disconnects (DREQ); the server hears it and answers (DREP); then the client
 	 * hears the answer. As with the kernel, the DREP waits for the server's rdma_disconnect. */
 	if (p->cli)
-		CHECK(rdma_disconnect(p->cli) == 0);
+		CHECK_EQ(rdma_disconnect(p->cli), 0);
 	if (p->srv) {
 		expect_ack(p->sch, RDMA_CM_EVENT_DISCONNECTED);
-		CHECK(rdma_disconnect(p->srv) == 0);
+		CHECK_EQ(rdma_disconnect(p->srv), 0);
 	}
 	if (p->cli)
 		expect_ack(p->cch, RDMA_CM_EVENT_DISCONNECTED);
 	if (p->srv) {
 		rdma_destroy_qp(p->srv);
-		CHECK(rdma_destroy_id(p->srv) == 0);
+		CHECK_EQ(rdma_destroy_id(p->srv), 0);
 	}
 	if (p->cli) {
 		rdma_destroy_qp(p->cli);
-		CHECK(rdma_destroy_id(p->cli) == 0);
+		CHECK_EQ(rdma_destroy_id(p->cli), 0);
 	}
 	if (p->listen)
-		CHECK(rdma_destroy_id(p->listen) == 0);
+		CHECK_EQ(rdma_destroy_id(p->listen), 0);
 	rdma_destroy_event_channel(p->sch);
 	rdma_destroy_event_channel(p->cch);
 }
@@ -294,14 +294,14 @@ static void test_connect_data(void)
 	mr_w = ibv_reg_mr(p.srv->qp->pd, wbuf, sizeof(wbuf),
 			  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	CHECK(mr_s && mr_c && mr_w);
-	CHECK(rdma_post_recv(p.srv, NULL, buf_s, sizeof(buf_s), mr_s) == 0);
-	CHECK(rdma_post_send(p.cli, NULL, buf_c, sizeof(buf_c), mr_c, 0) == 0);
+	CHECK_EQ(rdma_post_recv(p.srv, NULL, buf_s, sizeof(buf_s), mr_s), 0);
+	CHECK_EQ(rdma_post_send(p.cli, NULL, buf_c, sizeof(buf_c), mr_c, 0), 0);
 	CHECK(poll_one(p.cli->send_cq, &wc) == 1 && wc.status == IBV_WC_SUCCESS);
 	CHECK(poll_one(p.srv->recv_cq, &wc) == 1 && wc.status == IBV_WC_SUCCESS);
 	CHECK(!strcmp(buf_s, buf_c));
-	CHECK(rdma_post_write(p.cli, NULL, buf_c, 16, mr_c, 0, (uintptr_t)wbuf, mr_w->rkey) == 0);
+	CHECK_EQ(rdma_post_write(p.cli, NULL, buf_c, 16, mr_c, 0, (uintptr_t)wbuf, mr_w->rkey), 0);
 	CHECK(poll_one(p.cli->send_cq, &wc) == 1 && wc.status == IBV_WC_SUCCESS);
-	CHECK(!memcmp(wbuf, buf_c, 16));
+	CHECK_MEM_EQ(wbuf, buf_c, 16);
 	rdma_dereg_mr(mr_s);
 	rdma_dereg_mr(mr_c);
 	ibv_dereg_mr(mr_w);
@@ -321,7 +321,7 @@ static void test_reject(void)
 	l = listener(sch, RDMA_PS_TCP, &a, 4);
 	c = resolved(cch, RDMA_PS_TCP, &a, NULL);
 	make_qp(c, IBV_QPT_RC);
-	CHECK(rdma_connect(c, &cp) == 0);
+	CHECK_EQ(rdma_connect(c, &cp), 0);
 	ev = expect(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
 	if (ev) {
 		struct rdma_cm_id *s = ev->id;
@@ -333,7 +333,7 @@ static void test_reject(void)
 
 			CHECK(rdma_reject(s, big, sizeof(big)) == -1 && errno == EINVAL);
 		}
-		CHECK(rdma_reject(s, why, sizeof(why)) == 0);
+		CHECK_EQ(rdma_reject(s, why, sizeof(why)), 0);
 		ev = expect(cch, RDMA_CM_EVENT_REJECTED);
 		if (ev) {
 			CHECKF(ev->status == 28, "status %d", ev->status);
@@ -341,11 +341,11 @@ static void test_reject(void)
 			      !memcmp(ev->param.conn.private_data, why, sizeof(why)));
 			rdma_ack_cm_event(ev);
 		}
-		CHECK(rdma_destroy_id(s) == 0);
+		CHECK_EQ(rdma_destroy_id(s), 0);
 	}
 	rdma_destroy_qp(c);
-	CHECK(rdma_destroy_id(c) == 0);
-	CHECK(rdma_destroy_id(l) == 0);
+	CHECK_EQ(rdma_destroy_id(c), 0);
+	CHECK_EQ(rdma_destroy_id(l), 0);
 	rdma_destroy_event_channel(sch);
 	rdma_destroy_event_channel(cch);
 }
@@ -362,7 +362,7 @@ static void test_no_listener(void)
 	c = resolved(cch, RDMA_PS_TCP, &a, NULL);
 	make_qp(c, IBV_QPT_RC);
 	t0 = now_ms();
-	CHECK(rdma_connect(c, &cp) == 0);
+	CHECK_EQ(rdma_connect(c, &cp), 0);
 	ev = expect(cch, RDMA_CM_EVENT_REJECTED);
 	if (ev) {
 		CHECKF(ev->status == 8, "status %d", ev->status);
@@ -370,7 +370,7 @@ static void test_no_listener(void)
 	}
 	CHECKF(now_ms() - t0 < 1000, "REJ took %llu ms", (unsigned long long)(now_ms() - t0));
 	rdma_destroy_qp(c);
-	CHECK(rdma_destroy_id(c) == 0);
+	CHECK_EQ(rdma_destroy_id(c), 0);
 	rdma_destroy_event_channel(cch);
 }
 
@@ -390,29 +390,29 @@ static void test_unread_request(void)
 	l = listener(sch, RDMA_PS_TCP, &a, 4);
 	c = resolved(cch, RDMA_PS_TCP, &a, NULL);
 	make_qp(c, IBV_QPT_RC);
-	CHECK(rdma_connect(c, &cp) == 0);
-	CHECK(poll(&p, 1, WAIT_MS) == 1); /* the request is there, unread */
-	CHECK(rdma_destroy_id(l) == 0);
+	CHECK_EQ(rdma_connect(c, &cp), 0);
+	CHECK_EQ(poll(&p, 1, WAIT_MS), 1); /* the request is there, unread */
+	CHECK_EQ(rdma_destroy_id(l), 0);
 	ev = expect(cch, RDMA_CM_EVENT_REJECTED);
 	if (ev)
 		rdma_ack_cm_event(ev);
 	rdma_destroy_qp(c);
-	CHECK(rdma_destroy_id(c) == 0);
+	CHECK_EQ(rdma_destroy_id(c), 0);
 
 	/* The new id destroyed before its request is acked. */
 	a = sin4(next_port++);
 	l = listener(sch, RDMA_PS_TCP, &a, 4);
 	c = resolved(cch, RDMA_PS_TCP, &a, NULL);
-	CHECK(rdma_connect(c, &cp) == 0);
+	CHECK_EQ(rdma_connect(c, &cp), 0);
 	ev = expect(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
 	if (ev) {
-		CHECK(rdma_reject(ev->id, NULL, 0) == 0);
-		CHECK(rdma_destroy_id(ev->id) == 0); /* before the ack: must not wait */
+		CHECK_EQ(rdma_reject(ev->id, NULL, 0), 0);
+		CHECK_EQ(rdma_destroy_id(ev->id), 0); /* before the ack: must not wait */
 		rdma_ack_cm_event(ev);
 	}
 	expect_ack(cch, RDMA_CM_EVENT_REJECTED);
-	CHECK(rdma_destroy_id(c) == 0);
-	CHECK(rdma_destroy_id(l) == 0);
+	CHECK_EQ(rdma_destroy_id(c), 0);
+	CHECK_EQ(rdma_destroy_id(l), 0);
 	rdma_destroy_event_channel(sch);
 	rdma_destroy_event_channel(cch);
 }
@@ -430,18 +430,18 @@ static void test_rebind_after_listener(void)
 	}
 	a = sin4(p.port);
 	any.sin_port = htons(p.port);
-	CHECK(rdma_create_id(p.sch, &l2, NULL, RDMA_PS_TCP) == 0);
-	CHECK(rdma_create_id(p.sch, &l3, NULL, RDMA_PS_TCP) == 0);
+	CHECK_EQ(rdma_create_id(p.sch, &l2, NULL, RDMA_PS_TCP), 0);
+	CHECK_EQ(rdma_create_id(p.sch, &l3, NULL, RDMA_PS_TCP), 0);
 	/* While the listener lives, its port is taken. */
 	CHECK(rdma_bind_addr(l2, (struct sockaddr *)&any) == -1 && errno == EADDRINUSE);
-	CHECK(rdma_destroy_id(p.listen) == 0);
+	CHECK_EQ(rdma_destroy_id(p.listen), 0);
 	p.listen = NULL;
 	/* Then the accepted id (p.srv) does not hold it. */
 	CHECKF(rdma_bind_addr(l2, (struct sockaddr *)&any) == 0, "bind: %s", strerror(errno));
-	CHECK(rdma_listen(l2, 4) == 0);
+	CHECK_EQ(rdma_listen(l2, 4), 0);
 	CHECK(rdma_bind_addr(l3, (struct sockaddr *)&a) == -1 && errno == EADDRINUSE);
-	CHECK(rdma_destroy_id(l3) == 0);
-	CHECK(rdma_destroy_id(l2) == 0);
+	CHECK_EQ(rdma_destroy_id(l3), 0);
+	CHECK_EQ(rdma_destroy_id(l2), 0);
 	pair_close(&p);
 }
 
@@ -467,27 +467,27 @@ static void test_slow_accept(void)
 	l = listener(sch, RDMA_PS_TCP, &a, 4);
 	c = resolved(cch, RDMA_PS_TCP, &a, NULL);
 	make_qp(c, IBV_QPT_RC);
-	CHECK(rdma_connect(c, &cp) == 0);
+	CHECK_EQ(rdma_connect(c, &cp), 0);
 	ev = expect(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
-	CHECK(poll(&p, 1, 500) == 0); /* no UNREACHABLE: the MRA holds the client */
+	CHECK_EQ(poll(&p, 1, 500), 0); /* no UNREACHABLE: the MRA holds the client */
 	if (ev) {
 		struct rdma_cm_id *s = ev->id;
 
 		rdma_ack_cm_event(ev);
 		make_qp(s, IBV_QPT_RC);
-		CHECK(rdma_accept(s, &cp) == 0);
+		CHECK_EQ(rdma_accept(s, &cp), 0);
 		expect_ack(cch, RDMA_CM_EVENT_ESTABLISHED);
 		expect_ack(sch, RDMA_CM_EVENT_ESTABLISHED);
-		CHECK(rdma_disconnect(c) == 0);
+		CHECK_EQ(rdma_disconnect(c), 0);
 		expect_ack(sch, RDMA_CM_EVENT_DISCONNECTED);
-		CHECK(rdma_disconnect(s) == 0);
+		CHECK_EQ(rdma_disconnect(s), 0);
 		expect_ack(cch, RDMA_CM_EVENT_DISCONNECTED);
 		rdma_destroy_qp(s);
-		CHECK(rdma_destroy_id(s) == 0);
+		CHECK_EQ(rdma_destroy_id(s), 0);
 	}
 	rdma_destroy_qp(c);
-	CHECK(rdma_destroy_id(c) == 0);
-	CHECK(rdma_destroy_id(l) == 0);
+	CHECK_EQ(rdma_destroy_id(c), 0);
+	CHECK_EQ(rdma_destroy_id(l), 0);
 	rdma_destroy_event_channel(sch);
 	rdma_destroy_event_channel(cch);
 	unsetenv("UROCE_CM_TIMEOUT_MS");
@@ -535,23 +535,23 @@ static void *sync_server(void *arg)
 	snprintf(port, sizeof(port), "%u", sync_port);
 	hints.ai_flags = RAI_PASSIVE;
 	hints.ai_port_space = RDMA_PS_TCP;
-	CHECK(rdma_getaddrinfo(ip4, port, &hints, &res) == 0);
+	CHECK_EQ(rdma_getaddrinfo(ip4, port, &hints, &res), 0);
 	attr.cap.max_send_wr = attr.cap.max_recv_wr = 4;
 	attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;
 	attr.sq_sig_all = 1;
-	CHECK(rdma_create_ep(&l, res, NULL, &attr) == 0);
+	CHECK_EQ(rdma_create_ep(&l, res, NULL, &attr), 0);
 	rdma_freeaddrinfo(res);
-	CHECK(rdma_listen(l, 0) == 0);
+	CHECK_EQ(rdma_listen(l, 0), 0);
 	pthread_mutex_lock(&sync_lock);
 	sync_listening = true;
 	pthread_cond_signal(&sync_cond);
 	pthread_mutex_unlock(&sync_lock);
-	CHECK(rdma_get_request(l, &id) == 0);
+	CHECK_EQ(rdma_get_request(l, &id), 0);
 	CHECK(id->event && id->event->event == RDMA_CM_EVENT_CONNECT_REQUEST);
 	CHECK(id->qp != NULL);
 	mr = rdma_reg_msgs(id, buf, sizeof(buf));
-	CHECK(rdma_post_recv(id, NULL, buf, sizeof(buf), mr) == 0);
-	CHECK(rdma_accept(id, NULL) == 0);
+	CHECK_EQ(rdma_post_recv(id, NULL, buf, sizeof(buf), mr), 0);
+	CHECK_EQ(rdma_accept(id, NULL), 0);
 	CHECK(rdma_get_recv_comp(id, &wc) == 1 && wc.status == IBV_WC_SUCCESS);
 	CHECK(!strcmp(buf, "sync hello"));
 	rdma_disconnect(id);
@@ -576,7 +576,7 @@ static void test_sync(void)
 	pthread_create(&t, NULL, sync_server, NULL);
 	snprintf(port, sizeof(port), "%u", sync_port);
 	hints.ai_port_space = RDMA_PS_TCP;
-	CHECK(rdma_getaddrinfo(ip4, port, &hints, &res) == 0);
+	CHECK_EQ(rdma_getaddrinfo(ip4, port, &hints, &res), 0);
 	attr.cap.max_send_wr = attr.cap.max_recv_wr = 4;
 	attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;
 	attr.sq_sig_all = 1;
@@ -589,7 +589,7 @@ static void test_sync(void)
 	r = rdma_connect(id, NULL);
 	CHECKF(r == 0, "rdma_connect: %s", strerror(errno));
 	mr = rdma_reg_msgs(id, buf, sizeof(buf));
-	CHECK(rdma_post_send(id, NULL, buf, sizeof(buf), mr, 0) == 0);
+	CHECK_EQ(rdma_post_send(id, NULL, buf, sizeof(buf), mr, 0), 0);
 	CHECK(rdma_get_send_comp(id, &wc) == 1 && wc.status == IBV_WC_SUCCESS);
 	pthread_join(t, NULL);
 	rdma_disconnect(id);
@@ -614,13 +614,13 @@ static void test_ud(void)
 	c = resolved(cch, RDMA_PS_UDP, &a, NULL);
 	make_qp(c, IBV_QPT_UD);
 	CHECK(c->qp && c->qp->state == IBV_QPS_RTS);
-	CHECK(rdma_connect(c, &cp) == 0);
+	CHECK_EQ(rdma_connect(c, &cp), 0);
 	ev = expect(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
 	if (ev) {
 		s = ev->id;
 		rdma_ack_cm_event(ev);
 		make_qp(s, IBV_QPT_UD);
-		CHECK(rdma_accept(s, NULL) == 0);
+		CHECK_EQ(rdma_accept(s, NULL), 0);
 	}
 	ev = expect(cch, RDMA_CM_EVENT_ESTABLISHED);
 	if (ev) {
@@ -629,8 +629,8 @@ static void test_ud(void)
 		ah = ev->param.ud.ah_attr;
 		rdma_ack_cm_event(ev);
 		CHECK(s && qpn == s->qp->qp_num);
-		CHECK(qkey == RDMA_UDP_QKEY);
-		CHECK(ah.is_global == 1);
+		CHECK_EQ(qkey, RDMA_UDP_QKEY);
+		CHECK_EQ(ah.is_global, 1);
 	}
 	if (s && qpn) {
 		char rbuf[40 + 32] = {0}, sbuf[32] = "datagram";
@@ -642,7 +642,7 @@ static void test_ud(void)
 		struct ibv_wc wc;
 
 		CHECK(h != NULL);
-		CHECK(rdma_post_recv(s, NULL, rbuf, sizeof(rbuf), rmr) == 0);
+		CHECK_EQ(rdma_post_recv(s, NULL, rbuf, sizeof(rbuf), rmr), 0);
 		wr.sg_list = &sge;
 		wr.num_sge = 1;
 		wr.opcode = IBV_WR_SEND;
@@ -650,7 +650,7 @@ static void test_ud(void)
 		wr.wr.ud.ah = h;
 		wr.wr.ud.remote_qpn = qpn;
 		wr.wr.ud.remote_qkey = qkey;
-		CHECK(ibv_post_send(c->qp, &wr, &bad) == 0);
+		CHECK_EQ(ibv_post_send(c->qp, &wr, &bad), 0);
 		CHECK(poll_one(c->send_cq, &wc) == 1 && wc.status == IBV_WC_SUCCESS);
 		CHECK(poll_one(s->recv_cq, &wc) == 1 && wc.status == IBV_WC_SUCCESS);
 		CHECK(!strcmp(rbuf + 40, "datagram"));
@@ -663,8 +663,8 @@ static void test_ud(void)
 		rdma_destroy_id(s);
 	}
 	rdma_destroy_qp(c);
-	CHECK(rdma_destroy_id(c) == 0);
-	CHECK(rdma_destroy_id(l) == 0);
+	CHECK_EQ(rdma_destroy_id(c), 0);
+	CHECK_EQ(rdma_destroy_id(l), 0);
 	rdma_destroy_event_channel(sch);
 	rdma_destroy_event_channel(cch);
 }
@@ -698,7 +698,7 @@ static void test_channel_and_errors(void)
 	CHECK(ch && ch2);
 	fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK);
 	CHECK(rdma_get_cm_event(ch, &ev) == -1 && errno == EAGAIN);
-	CHECK(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0);
+	CHECK_EQ(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
 	CHECK(rdma_create_id(ch, NULL, NULL, RDMA_PS_TCP) == -1 && errno == EINVAL);
 	CHECK(rdma_create_id(ch, &(struct rdma_cm_id *){NULL}, NULL, (enum rdma_port_space)77) == -1 &&
 	      errno == EINVAL);
@@ -708,11 +708,11 @@ static void test_channel_and_errors(void)
 	CHECK(rdma_accept(id, NULL) == -1 && errno == EINVAL);
 	CHECK(rdma_disconnect(id) == -1 && errno == EINVAL);
 	/* Options. */
-	CHECK(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, sizeof(tos)) == 0);
+	CHECK_EQ(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, sizeof(tos)), 0);
 	CHECK(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, 4) == -1 &&
 	      errno == EINVAL);
 	CHECK(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, &one, sizeof(one)) == 0);
-	CHECK(rdma_set_option(id, RDMA_OPTION_ID, 99, &one, sizeof(one)) == -1);
+	CHECK_EQ(rdma_set_option(id, RDMA_OPTION_ID, 99, &one, sizeof(one)), -1);
 	/* An address no device holds. */
 	{
 		struct sockaddr_in bad = {.sin_family = AF_INET, .sin_port = htons(1)};
@@ -726,30 +726,30 @@ static void test_channel_and_errors(void)
 		struct sockaddr_in far = {.sin_family = AF_INET, .sin_port = htons(1)};
 
 		inet_pton(AF_INET, "198.18.99.99", &far.sin_addr);
-		CHECK(rdma_create_id(ch2, &r, NULL, RDMA_PS_TCP) == 0);
-		CHECK(rdma_resolve_addr(r, NULL, (struct sockaddr *)&far, 2000) == 0);
+		CHECK_EQ(rdma_create_id(ch2, &r, NULL, RDMA_PS_TCP), 0);
+		CHECK_EQ(rdma_resolve_addr(r, NULL, (struct sockaddr *)&far, 2000), 0);
 		ev = expect(ch2, RDMA_CM_EVENT_ADDR_ERROR);
 		if (ev) {
 			CHECKF(ev->status == -ENETUNREACH, "status %d", ev->status);
 			rdma_ack_cm_event(ev);
 		}
-		CHECK(rdma_destroy_id(r) == 0);
+		CHECK_EQ(rdma_destroy_id(r), 0);
 	}
 	/* Resolve, then the event is on ch: poll says so; migrate it to ch2 before reading. */
-	CHECK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 2000) == 0);
+	CHECK_EQ(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 2000), 0);
 	{
 		struct pollfd p = {.fd = ch->fd, .events = POLLIN};
 
-		CHECK(poll(&p, 1, WAIT_MS) == 1);
+		CHECK_EQ(poll(&p, 1, WAIT_MS), 1);
 	}
-	CHECK(rdma_migrate_id(id, ch2) == 0);
+	CHECK_EQ(rdma_migrate_id(id, ch2), 0);
 	CHECK(id->channel == ch2);
 	CHECK(rdma_get_cm_event(ch, &ev) == -1 && errno == EAGAIN);
 	expect_ack(ch2, RDMA_CM_EVENT_ADDR_RESOLVED);
-	CHECK(rdma_destroy_id(id) == 0);
+	CHECK_EQ(rdma_destroy_id(id), 0);
 	rdma_destroy_event_channel(ch);
 	rdma_destroy_event_channel(ch2);
-	CHECK(strcmp(rdma_event_str(RDMA_CM_EVENT_ESTABLISHED), "RDMA_CM_EVENT_ESTABLISHED") == 0);
+	CHECK_EQ(strcmp(rdma_event_str(RDMA_CM_EVENT_ESTABLISHED), "RDMA_CM_EVENT_ESTABLISHED"), 0);
 }
 
 /* Every exported call that takes an id, on id (dead): -1 and EINVAL, or 0 / nothing for the
@@ -865,15 +865,15 @@ static void test_dead_handles(void)
 	CHECK(lch && dst && never);
 	if (!lch || !dst || !never)
 		return;
-	CHECK(rdma_create_id(lch, &live, NULL, RDMA_PS_TCP) == 0);
-	CHECK(rdma_create_id(NULL, &sync, NULL, RDMA_PS_TCP) == 0);
+	CHECK_EQ(rdma_create_id(lch, &live, NULL, RDMA_PS_TCP), 0);
+	CHECK_EQ(rdma_create_id(NULL, &sync, NULL, RDMA_PS_TCP), 0);
 	*dst = a;
 
 	/* Rejected: nobody listens on the port (REJ reason 8). */
 	cch = rdma_create_event_channel();
 	c = resolved(cch, RDMA_PS_TCP, dst, NULL);
 	make_qp(c, IBV_QPT_RC);
-	CHECK(rdma_connect(c, &cp) == 0);
+	CHECK_EQ(rdma_connect(c, &cp), 0);
 	ev = expect(cch, RDMA_CM_EVENT_REJECTED);
 	if (ev) {
 		CHECKF(ev->status == 8, "status %d", ev->status);
@@ -881,10 +881,10 @@ static void test_dead_handles(void)
 	}
 	/* rdma_cm_destroy_cma */
 	rdma_destroy_qp(c);
-	CHECK(rdma_destroy_id(c) == 0);
+	CHECK_EQ(rdma_destroy_id(c), 0);
 	rdma_destroy_event_channel(cch);
 	dst = freed(dst);
-	CHECK(rdma_destroy_id(sync) == 0);
+	CHECK_EQ(rdma_destroy_id(sync), 0);
 	never = freed(never);
 
 	/* The retry, and every other call. */
@@ -897,9 +897,9 @@ static void test_dead_handles(void)
 	CHECK(live->channel == lch);
 
 	/* The live ones still work. */
-	CHECK(rdma_resolve_addr(live, NULL, (struct sockaddr *)&a, 2000) == 0);
+	CHECK_EQ(rdma_resolve_addr(live, NULL, (struct sockaddr *)&a, 2000), 0);
 	expect_ack(lch, RDMA_CM_EVENT_ADDR_RESOLVED);
-	CHECK(rdma_destroy_id(live) == 0);
+	CHECK_EQ(rdma_destroy_id(live), 0);
 
 	/* A channel destroyed while an id uses it (rdma-core frees it; the kernel then destroys
 	 * its ids): closed, so calls on it fail, but the id's use of it is safe until the id goes,
@@ -909,8 +909,8 @@ static void test_dead_handles(void)
 	rdma_destroy_event_channel(zch);
 	ev = NULL;
 	CHECK(rdma_get_cm_event(zch, &ev) == -1 && errno == EBADF && !ev);
-	CHECK(rdma_resolve_addr(z, NULL, (struct sockaddr *)&a, 2000) == 0); /* event: nobody's */
-	CHECK(rdma_destroy_id(z) == 0);
+	CHECK_EQ(rdma_resolve_addr(z, NULL, (struct sockaddr *)&a, 2000), 0); /* event: nobody's */
+	CHECK_EQ(rdma_destroy_id(z), 0);
 	rdma_destroy_event_channel(lch);
 }
 

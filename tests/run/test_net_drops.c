@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "../check.h"
+#include "../wr.h"
 #include "host/config/io_counters.h"
 #include "host/ctx.h"
 #include "wire/packet.h"
@@ -239,16 +240,16 @@ int main(void)
 	struct uroce_qp *rcqp, *udqp;
 	struct uroce_qp_attr a = {.qp_state = UROCE_QPS_INIT, .port_num = 1, .qp_access_flags = 15};
 
-	CHECK(uroce_pd_alloc(e, &pd) == 0);
-	CHECK(uroce_cq_create(e, 64, NULL, &cq) == 0);
-	CHECK(uroce_mr_reg(pd, mem, sizeof(mem), (uintptr_t)mem, 15, &mr) == 0);
+	CHECK_EQ(uroce_pd_alloc(e, &pd), 0);
+	CHECK_EQ(uroce_cq_create(e, 64, NULL, &cq), 0);
+	CHECK_EQ(uroce_mr_reg(pd, mem, sizeof(mem), (uintptr_t)mem, 15, &mr), 0);
 	struct uroce_qp_init rinit = {
 		.type = UROCE_QPT_RC, .send_cq = cq, .recv_cq = cq, .cap = {16, 16, 1, 1, 0}};
 	struct uroce_qp_init uinit = rinit;
 
 	uinit.type = UROCE_QPT_UD;
-	CHECK(uroce_qp_create(pd, &rinit, &rcqp) == 0);
-	CHECK(uroce_qp_create(pd, &uinit, &udqp) == 0);
+	CHECK_EQ(uroce_qp_create(pd, &rinit, &rcqp), 0);
+	CHECK_EQ(uroce_qp_create(pd, &uinit, &udqp), 0);
 
 	CHECK(uroce_qp_modify(rcqp, &a,
 			      UROCE_QP_STATE | UROCE_QP_PKEY_INDEX | UROCE_QP_PORT |
@@ -286,10 +287,10 @@ int main(void)
 			      UROCE_QP_STATE | UROCE_QP_PKEY_INDEX | UROCE_QP_PORT |
 				      UROCE_QP_QKEY) == 0);
 	u.qp_state = UROCE_QPS_RTR;
-	CHECK(uroce_qp_modify(udqp, &u, UROCE_QP_STATE) == 0);
+	CHECK_EQ(uroce_qp_modify(udqp, &u, UROCE_QP_STATE), 0);
 	u.qp_state = UROCE_QPS_RTS;
 	u.sq_psn = 0;
-	CHECK(uroce_qp_modify(udqp, &u, UROCE_QP_STATE | UROCE_QP_SQ_PSN) == 0);
+	CHECK_EQ(uroce_qp_modify(udqp, &u, UROCE_QP_STATE | UROCE_QP_SQ_PSN), 0);
 	uint32_t rcqpn = uroce_qp_num(rcqp), udqpn = uroce_qp_num(udqp);
 
 	uroce_ctx_unlock(ctx);
@@ -351,15 +352,15 @@ int main(void)
 	expect_drop("UD SEND to the RC QP", pkt, len, UROCE_CNT_DROP_BAD_OPCODE, -1);
 
 	/* ---- unharmed: good packets still work ---- */
-	struct uroce_sge rs = {(uintptr_t)mem[0], sizeof(mem[0]), uroce_mr_lkey(mr)};
-	struct uroce_sge us = {(uintptr_t)mem[1], sizeof(mem[1]), uroce_mr_lkey(mr)};
-	struct uroce_recv_wr rwr = {.wr_id = 1, .sg_list = &rs, .num_sge = 1}, *bad;
-	struct uroce_recv_wr uwr = {.wr_id = 2, .sg_list = &us, .num_sge = 1};
+	struct uroce_sge rs = wr_sge((uintptr_t)mem[0], sizeof(mem[0]), uroce_mr_lkey(mr));
+	struct uroce_sge us = wr_sge((uintptr_t)mem[1], sizeof(mem[1]), uroce_mr_lkey(mr));
+	struct uroce_recv_wr rwr = wr_recv(1, &rs, 1), *bad;
+	struct uroce_recv_wr uwr = wr_recv(2, &us, 1);
 	struct uroce_wc wc;
 
 	uroce_ctx_lock(ctx);
-	CHECK(uroce_post_recv(rcqp, &rwr, &bad) == 0);
-	CHECK(uroce_post_recv(udqp, &uwr, &bad) == 0);
+	CHECK_EQ(uroce_post_recv(rcqp, &rwr, &bad), 0);
+	CHECK_EQ(uroce_post_recv(udqp, &uwr, &bad), 0);
 	uroce_ctx_unlock(ctx);
 	drain(NULL, 0, NULL);
 
@@ -369,7 +370,7 @@ int main(void)
 	      (ssize_t)len);
 	CHECK(wait_wc(cq, &wc) == 1 && wc.wr_id == 1 && wc.status == UROCE_WC_SUCCESS &&
 	      wc.byte_len == sizeof(payload));
-	CHECK(memcmp(mem[0], payload, sizeof(payload)) == 0);
+	CHECK_MEM_EQ(mem[0], payload, sizeof(payload));
 
 	/* The device ACKs it to its peer, our socket. */
 	uint8_t ack[256];
@@ -399,7 +400,7 @@ int main(void)
 	      (ssize_t)len);
 	CHECK(wait_wc(cq, &wc) == 1 && wc.wr_id == 2 && wc.status == UROCE_WC_SUCCESS &&
 	      wc.byte_len == 40 + sizeof(payload) && wc.src_qp == PEER_QPN);
-	CHECK(memcmp(mem[1] + 40, payload, sizeof(payload)) == 0);
+	CHECK_MEM_EQ(mem[1] + 40, payload, sizeof(payload));
 	printf("good UD SEND: completed, %u bytes (GRH + payload) from QP 0x%06x\n", wc.byte_len,
 	       wc.src_qp);
 

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../wr.h"
+
 #define CANARY 0xA5
 
 int simenv_init(struct simenv *s, uint64_t seed, uint32_t frames, uint32_t max_ip)
@@ -280,15 +282,9 @@ int simcq_drain(struct uroce_cq *cq, struct uroce_wc *wc, int max)
 int sim_post_send1(struct uroce_qp *qp, uint64_t wr_id, enum uroce_wr_opcode op,
 		   const struct simmr *m, size_t off, uint32_t len, unsigned flags)
 {
-	struct uroce_sge sge = {.addr = simmr_va(m, off), .length = len, .lkey = m->lkey};
-	struct uroce_send_wr wr, *bad = NULL;
+	struct uroce_sge sge = wr_sge(simmr_va(m, off), len, m->lkey);
+	struct uroce_send_wr wr = wr_op(op, wr_id, &sge, len ? 1 : 0, flags), *bad = NULL;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.sg_list = &sge;
-	wr.num_sge = len ? 1 : 0;
-	wr.opcode = op;
-	wr.send_flags = flags;
 	wr.imm_data = (uint32_t)wr_id ^ 0xC0FFEE00u;
 	return uroce_post_send(qp, &wr, &bad);
 }
@@ -296,13 +292,9 @@ int sim_post_send1(struct uroce_qp *qp, uint64_t wr_id, enum uroce_wr_opcode op,
 int sim_post_recv1(struct uroce_qp *qp, uint64_t wr_id, const struct simmr *m, size_t off,
 		   uint32_t len)
 {
-	struct uroce_sge sge = {.addr = simmr_va(m, off), .length = len, .lkey = m->lkey};
-	struct uroce_recv_wr wr, *bad = NULL;
+	struct uroce_sge sge = wr_sge(simmr_va(m, off), len, m->lkey);
+	struct uroce_recv_wr wr = wr_recv(wr_id, &sge, 1), *bad = NULL;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
 	return uroce_post_recv(qp, &wr, &bad);
 }
 
@@ -310,18 +302,11 @@ int sim_post_write(struct uroce_qp *qp, uint64_t wr_id, enum uroce_wr_opcode op,
 		   const struct simmr *m, size_t off, uint32_t len, uint64_t raddr, uint32_t rkey,
 		   unsigned flags, uint32_t imm)
 {
-	struct uroce_sge sge = {.addr = simmr_va(m, off), .length = len, .lkey = m->lkey};
-	struct uroce_send_wr wr, *bad = NULL;
+	struct uroce_sge sge = wr_sge(simmr_va(m, off), len, m->lkey);
+	struct uroce_send_wr wr = wr_rdma(op, wr_id, &sge, len ? 1 : 0, raddr, rkey, flags),
+			     *bad = NULL;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.sg_list = &sge;
-	wr.num_sge = len ? 1 : 0;
-	wr.opcode = op;
-	wr.send_flags = flags;
 	wr.imm_data = imm;
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = rkey;
 	return uroce_post_send(qp, &wr, &bad);
 }
 
@@ -329,19 +314,10 @@ int sim_post_atomic(struct uroce_qp *qp, uint64_t wr_id, enum uroce_wr_opcode op
 		    const struct simmr *m, size_t off, uint64_t raddr, uint32_t rkey,
 		    uint64_t compare_add, uint64_t swap, unsigned flags)
 {
-	struct uroce_sge sge = {.addr = simmr_va(m, off), .length = 8, .lkey = m->lkey};
-	struct uroce_send_wr wr, *bad = NULL;
+	struct uroce_sge sge = wr_sge(simmr_va(m, off), 8, m->lkey);
+	struct uroce_send_wr wr = wr_atomic(op, wr_id, &sge, raddr, rkey, compare_add, swap, flags),
+			     *bad = NULL;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = op;
-	wr.send_flags = flags;
-	wr.wr.atomic.remote_addr = raddr;
-	wr.wr.atomic.rkey = rkey;
-	wr.wr.atomic.compare_add = compare_add;
-	wr.wr.atomic.swap = swap;
 	return uroce_post_send(qp, &wr, &bad);
 }
 

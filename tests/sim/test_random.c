@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "../check.h"
+#include "../wr.h"
 #include "simenv.h"
 
 #define MAXQP	 3
@@ -187,14 +188,10 @@ static int post_op(struct run *r, struct dir *d, int i)
 	int from = d->from, to = !d->from;
 	struct uroce_qp *qp = r->q[d->qpi][from].qp;
 	struct uroce_sge sge[3];
-	struct uroce_send_wr wr, *bad;
+	struct uroce_send_wr wr = {0}, *bad;
+	unsigned flags = o->signaled ? UROCE_SEND_SIGNALED : 0;
 	uint8_t *inl_copy = NULL;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = (uint64_t)i;
-	wr.sg_list = sge;
-	wr.send_flags = o->signaled ? UROCE_SEND_SIGNALED : 0;
-	wr.imm_data = o->imm;
 	switch (o->kind) {
 	case K_SEND:
 	case K_SEND_IMM:
@@ -207,61 +204,53 @@ static int post_op(struct run *r, struct dir *d, int i)
 		for (int k = 0; k < n; k++) {
 			uint32_t piece = k == n - 1 ? left : o->len / (uint32_t)n;
 
-			sge[k].addr = simmr_va(&r->src[from], o->src_off + (o->len - left));
-			sge[k].length = piece;
-			sge[k].lkey = r->src[from].lkey;
+			sge[k] = wr_sge(simmr_va(&r->src[from], o->src_off + (o->len - left)), piece,
+					r->src[from].lkey);
 			left -= piece;
 		}
-		wr.num_sge = n;
 		if (o->inl) {
-			wr.send_flags |= UROCE_SEND_INLINE;
+			flags |= UROCE_SEND_INLINE;
 			/* inline: host addresses, and the buffer may change after posting */
 			inl_copy = malloc(o->len + 1);
 			memcpy(inl_copy, r->src[from].buf + o->src_off, o->len);
 			sge[0].addr = (uint64_t)(uintptr_t)inl_copy;
 			sge[0].length = o->len;
-			wr.num_sge = o->len ? 1 : 0;
+			n = o->len ? 1 : 0;
 		}
-		wr.opcode = o->kind == K_SEND	    ? UROCE_WR_SEND
-			    : o->kind == K_SEND_IMM ? UROCE_WR_SEND_WITH_IMM
-			    : o->kind == K_WRITE    ? UROCE_WR_RDMA_WRITE
-						    : UROCE_WR_RDMA_WRITE_WITH_IMM;
-		wr.wr.rdma.remote_addr = simmr_va(&r->sink[to], o->dst_off);
-		wr.wr.rdma.rkey = r->sink[to].rkey;
+		/* a SEND ignores the remote address and key */
+		wr = wr_rdma(o->kind == K_SEND	     ? UROCE_WR_SEND
+			     : o->kind == K_SEND_IMM ? UROCE_WR_SEND_WITH_IMM
+			     : o->kind == K_WRITE    ? UROCE_WR_RDMA_WRITE
+						     : UROCE_WR_RDMA_WRITE_WITH_IMM,
+			     (uint64_t)i, sge, n, simmr_va(&r->sink[to], o->dst_off),
+			     r->sink[to].rkey, flags);
 		break;
 	}
 	case K_READ: {
 		int n = o->len == 0 ? 0 : o->len < 2 ? 1 : 2;
+		uint32_t first = n == 2 ? o->len / 2 : o->len;
+		uint64_t at = simmr_va(&r->sink[from], o->dst_off);
 
-		sge[0].addr = simmr_va(&r->sink[from], o->dst_off);
-		sge[0].length = n == 2 ? o->len / 2 : o->len;
-		sge[0].lkey = r->sink[from].lkey;
-		sge[1].addr = sge[0].addr + sge[0].length;
-		sge[1].length = o->len - sge[0].length;
-		sge[1].lkey = r->sink[from].lkey;
-		wr.num_sge = n;
-		wr.opcode = UROCE_WR_RDMA_READ;
-		wr.wr.rdma.remote_addr = simmr_va(&r->src[to], o->src_off);
-		wr.wr.rdma.rkey = r->src[to].rkey;
+		sge[0] = wr_sge(at, first, r->sink[from].lkey);
+		sge[1] = wr_sge(at + first, o->len - first, r->sink[from].lkey);
+		wr = wr_read((uint64_t)i, sge, n, simmr_va(&r->src[to], o->src_off), r->src[to].rkey,
+			     flags);
 		break;
 	}
 	case K_FADD:
 	case K_CSWAP:
-		sge[0].addr = simmr_va(&r->sink[from], o->dst_off);
-		sge[0].length = 8;
-		sge[0].lkey = r->sink[from].lkey;
-		wr.num_sge = 1;
-		wr.opcode = o->kind == K_FADD ? UROCE_WR_ATOMIC_FETCH_AND_ADD
-					      : UROCE_WR_ATOMIC_CMP_AND_SWP;
-		wr.wr.atomic.remote_addr =
-			simmr_va(&r->atom[to], o->kind == K_FADD ? 0 : d->cas_word);
-		wr.wr.atomic.rkey = r->atom[to].rkey;
-		wr.wr.atomic.compare_add = o->kind == K_FADD ? o->add : o->compare;
-		wr.wr.atomic.swap = o->swap;
+		sge[0] = wr_sge(simmr_va(&r->sink[from], o->dst_off), 8, r->sink[from].lkey);
+		wr = wr_atomic(o->kind == K_FADD ? UROCE_WR_ATOMIC_FETCH_AND_ADD
+						 : UROCE_WR_ATOMIC_CMP_AND_SWP,
+			       (uint64_t)i, sge,
+			       simmr_va(&r->atom[to], o->kind == K_FADD ? 0 : d->cas_word),
+			       r->atom[to].rkey, o->kind == K_FADD ? o->add : o->compare, o->swap,
+			       flags);
 		break;
 	case K_NKINDS:
 		break;
 	}
+	wr.imm_data = o->imm;
 	int rc = uroce_post_send(qp, &wr, &bad);
 
 	free(inl_copy);
@@ -277,23 +266,19 @@ static void post_recv(struct run *r, struct dir *d)
 	struct uroce_recv_wr wr, *bad;
 	uint32_t total = o->len + d->recv_slack[ri];
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = (uint64_t)ri;
-	wr.sg_list = sge;
-	if (o->kind == K_WRITE_IMM) {
-		/* a WRITE_IMM's data goes where the RETH says; its receive needs no buffer */
-		wr.num_sge = 0;
-	} else if (total) {
+	int n = 0;
+
+	/* a WRITE_IMM's data goes where the RETH says; its receive needs no buffer */
+	if (o->kind != K_WRITE_IMM && total) {
 		/* two SGEs: the landing area, then up to 8 bytes of slack, inside the gap
 		 * after the area that nothing may write */
-		sge[0].addr = simmr_va(&r->sink[to], o->dst_off);
-		sge[0].length = total / 2;
-		sge[0].lkey = r->sink[to].lkey;
-		sge[1].addr = sge[0].addr + sge[0].length;
-		sge[1].length = total - sge[0].length;
-		sge[1].lkey = r->sink[to].lkey;
-		wr.num_sge = 2;
+		uint64_t at = simmr_va(&r->sink[to], o->dst_off);
+
+		sge[0] = wr_sge(at, total / 2, r->sink[to].lkey);
+		sge[1] = wr_sge(at + total / 2, total - total / 2, r->sink[to].lkey);
+		n = 2;
 	}
+	wr = wr_recv((uint64_t)ri, sge, n);
 	if (uroce_post_recv(r->q[d->qpi][to].qp, &wr, &bad) == 0)
 		d->recv_posted++;
 	else

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../check.h"
+#include "../wr.h"
 #include "simenv.h"
 #include "wire/bytes.h"
 
@@ -77,7 +78,7 @@ static void fx_init_cfg(struct fx *f, const struct simqp_cfg *c, unsigned mr_acc
 {
 	memset(f, 0, sizeof(*f));
 	f->c = *c;
-	CHECK(simenv_init(&f->s, 1, 8192, 9000) == 0);
+	CHECK_EQ(simenv_init(&f->s, 1, 8192, 9000), 0);
 	f->s.net.step = fx_step;
 	f->s.net.step_arg = f;
 	f->collect = true;
@@ -85,11 +86,11 @@ static void fx_init_cfg(struct fx *f, const struct simqp_cfg *c, unsigned mr_acc
 	if (getenv("UROCE_SIM_TRACE"))
 		f->s.net.tap = trace_tap;
 	for (int i = 0; i < 2; i++) {
-		CHECK(simqp_create(&f->s, i, c, 512, NULL, &f->q[i]) == 0);
-		CHECK(simmr_reg(&f->s, i, MRLEN, mr_access, &f->m[i]) == 0);
+		CHECK_EQ(simqp_create(&f->s, i, c, 512, NULL, &f->q[i]), 0);
+		CHECK_EQ(simmr_reg(&f->s, i, MRLEN, mr_access, &f->m[i]), 0);
 	}
-	CHECK(simqp_connect(&f->s, &f->q[A], &f->q[B], c) == 0);
-	CHECK(uroce_qp_state(f->q[A].qp) == UROCE_QPS_RTS);
+	CHECK_EQ(simqp_connect(&f->s, &f->q[A], &f->q[B], c), 0);
+	CHECK_EQ(uroce_qp_state(f->q[A].qp), UROCE_QPS_RTS);
 }
 
 static void fx_init(struct fx *f, enum uroce_qp_type t)
@@ -208,9 +209,9 @@ static void test_state_machine_rc(enum uroce_qp_type type)
 				      : 0);
 
 	cur_test = rc ? "state machine RC" : "state machine UC";
-	CHECK(simenv_init(&s, 1, 64, 0) == 0);
+	CHECK_EQ(simenv_init(&s, 1, 64, 0), 0);
 	simqp_cfg_default(&c, type);
-	CHECK(simqp_create(&s, A, &c, 64, NULL, &q) == 0);
+	CHECK_EQ(simqp_create(&s, A, &c, 64, NULL, &q), 0);
 	memset(&a, 0, sizeof(a));
 	a.port_num = 1;
 	a.qp_access_flags = c.access;
@@ -226,58 +227,58 @@ static void test_state_machine_rc(enum uroce_qp_type type)
 	a.retry_cnt = 5;
 	a.rnr_retry = 6;
 
-	CHECK(uroce_qp_state(q.qp) == UROCE_QPS_RESET);
+	CHECK_EQ(uroce_qp_state(q.qp), UROCE_QPS_RESET);
 	/* RESET -> INIT: each required attribute missing, an extra one, illegal targets */
 	for (unsigned bit = 1; bit <= UROCE_QP_DEST_QPN; bit <<= 1) {
 		if (init_m & bit) {
-			CHECK(modify(q.qp, UROCE_QPS_INIT, init_m & ~bit, &a) == -EINVAL);
-			CHECK(uroce_qp_state(q.qp) == UROCE_QPS_RESET);
+			CHECK_EQ(modify(q.qp, UROCE_QPS_INIT, init_m & ~bit, &a), -EINVAL);
+			CHECK_EQ(uroce_qp_state(q.qp), UROCE_QPS_RESET);
 		}
 	}
-	CHECK(modify(q.qp, UROCE_QPS_INIT, init_m | UROCE_QP_PATH_MTU, &a) == -EINVAL);
-	CHECK(modify(q.qp, UROCE_QPS_INIT, init_m | UROCE_QP_QKEY, &a) == -EINVAL);
-	CHECK(modify(q.qp, UROCE_QPS_RTR, init_m | rtr_m, &a) == -EINVAL);
-	CHECK(modify(q.qp, UROCE_QPS_RTS, init_m | rtr_m | rts_m, &a) == -EINVAL);
-	CHECK(modify(q.qp, UROCE_QPS_SQD, 0, &a) == -EINVAL);
-	CHECK(uroce_qp_state(q.qp) == UROCE_QPS_RESET);
-	CHECK(modify(q.qp, UROCE_QPS_RESET, 0, &a) == 0);
-	CHECK(modify(q.qp, UROCE_QPS_INIT, init_m, &a) == 0);
-	CHECK(uroce_qp_state(q.qp) == UROCE_QPS_INIT);
+	CHECK_EQ(modify(q.qp, UROCE_QPS_INIT, init_m | UROCE_QP_PATH_MTU, &a), -EINVAL);
+	CHECK_EQ(modify(q.qp, UROCE_QPS_INIT, init_m | UROCE_QP_QKEY, &a), -EINVAL);
+	CHECK_EQ(modify(q.qp, UROCE_QPS_RTR, init_m | rtr_m, &a), -EINVAL);
+	CHECK_EQ(modify(q.qp, UROCE_QPS_RTS, init_m | rtr_m | rts_m, &a), -EINVAL);
+	CHECK_EQ(modify(q.qp, UROCE_QPS_SQD, 0, &a), -EINVAL);
+	CHECK_EQ(uroce_qp_state(q.qp), UROCE_QPS_RESET);
+	CHECK_EQ(modify(q.qp, UROCE_QPS_RESET, 0, &a), 0);
+	CHECK_EQ(modify(q.qp, UROCE_QPS_INIT, init_m, &a), 0);
+	CHECK_EQ(uroce_qp_state(q.qp), UROCE_QPS_INIT);
 	/* INIT -> INIT with optional attributes; INIT -> RTS illegal */
-	CHECK(modify(q.qp, UROCE_QPS_INIT, UROCE_QP_ACCESS_FLAGS, &a) == 0);
-	CHECK(modify(q.qp, UROCE_QPS_INIT, UROCE_QP_SQ_PSN, &a) == -EINVAL);
-	CHECK(modify(q.qp, UROCE_QPS_RTS, rts_m, &a) == -EINVAL);
-	CHECK(uroce_qp_state(q.qp) == UROCE_QPS_INIT);
+	CHECK_EQ(modify(q.qp, UROCE_QPS_INIT, UROCE_QP_ACCESS_FLAGS, &a), 0);
+	CHECK_EQ(modify(q.qp, UROCE_QPS_INIT, UROCE_QP_SQ_PSN, &a), -EINVAL);
+	CHECK_EQ(modify(q.qp, UROCE_QPS_RTS, rts_m, &a), -EINVAL);
+	CHECK_EQ(uroce_qp_state(q.qp), UROCE_QPS_INIT);
 	/* INIT -> RTR */
 	for (unsigned bit = 1; bit <= UROCE_QP_DEST_QPN; bit <<= 1) {
 		if (rtr_m & bit) {
 			CHECKF(modify(q.qp, UROCE_QPS_RTR, rtr_m & ~bit, &a) == -EINVAL,
 			       "INIT->RTR without %#x", bit);
-			CHECK(uroce_qp_state(q.qp) == UROCE_QPS_INIT);
+			CHECK_EQ(uroce_qp_state(q.qp), UROCE_QPS_INIT);
 		}
 	}
-	CHECK(modify(q.qp, UROCE_QPS_RTR, rtr_m | UROCE_QP_SQ_PSN, &a) == -EINVAL);
-	CHECK(modify(q.qp, UROCE_QPS_RTR, rtr_m | UROCE_QP_TIMEOUT, &a) == -EINVAL);
-	CHECK(uroce_qp_state(q.qp) == UROCE_QPS_INIT);
-	CHECK(modify(q.qp, UROCE_QPS_RTR, rtr_m, &a) == 0);
-	CHECK(uroce_qp_state(q.qp) == UROCE_QPS_RTR);
-	CHECK(modify(q.qp, UROCE_QPS_INIT, init_m, &a) == -EINVAL); /* RTR -> INIT */
+	CHECK_EQ(modify(q.qp, UROCE_QPS_RTR, rtr_m | UROCE_QP_SQ_PSN, &a), -EINVAL);
+	CHECK_EQ(modify(q.qp, UROCE_QPS_RTR, rtr_m | UROCE_QP_TIMEOUT, &a), -EINVAL);
+	CHECK_EQ(uroce_qp_state(q.qp), UROCE_QPS_INIT);
+	CHECK_EQ(modify(q.qp, UROCE_QPS_RTR, rtr_m, &a), 0);
+	CHECK_EQ(uroce_qp_state(q.qp), UROCE_QPS_RTR);
+	CHECK_EQ(modify(q.qp, UROCE_QPS_INIT, init_m, &a), -EINVAL); /* RTR -> INIT */
 	/* RTR -> RTS */
 	for (unsigned bit = 1; bit <= UROCE_QP_DEST_QPN; bit <<= 1) {
 		if (rts_m & bit) {
 			CHECKF(modify(q.qp, UROCE_QPS_RTS, rts_m & ~bit, &a) == -EINVAL,
 			       "RTR->RTS without %#x", bit);
-			CHECK(uroce_qp_state(q.qp) == UROCE_QPS_RTR);
+			CHECK_EQ(uroce_qp_state(q.qp), UROCE_QPS_RTR);
 		}
 	}
-	CHECK(modify(q.qp, UROCE_QPS_RTS, rts_m | UROCE_QP_DEST_QPN, &a) == -EINVAL);
-	CHECK(modify(q.qp, UROCE_QPS_RTS, rts_m | UROCE_QP_PATH_MTU, &a) == -EINVAL);
-	CHECK(modify(q.qp, UROCE_QPS_RTS, rts_m, &a) == 0);
-	CHECK(uroce_qp_state(q.qp) == UROCE_QPS_RTS);
+	CHECK_EQ(modify(q.qp, UROCE_QPS_RTS, rts_m | UROCE_QP_DEST_QPN, &a), -EINVAL);
+	CHECK_EQ(modify(q.qp, UROCE_QPS_RTS, rts_m | UROCE_QP_PATH_MTU, &a), -EINVAL);
+	CHECK_EQ(modify(q.qp, UROCE_QPS_RTS, rts_m, &a), 0);
+	CHECK_EQ(uroce_qp_state(q.qp), UROCE_QPS_RTS);
 	/* query */
 	memset(&qa, 0, sizeof(qa));
-	CHECK(uroce_qp_query(q.qp, &qa, &qi) == 0);
-	CHECK(qa.qp_state == UROCE_QPS_RTS);
+	CHECK_EQ(uroce_qp_query(q.qp, &qa, &qi), 0);
+	CHECK_EQ(qa.qp_state, UROCE_QPS_RTS);
 	CHECK(qa.dest_qp_num == 0x211 && qa.path_mtu == UROCE_MTU_1024);
 	CHECK(qa.rq_psn == 5 && qa.sq_psn == 7);
 	if (rc)
@@ -285,34 +286,34 @@ static void test_state_machine_rc(enum uroce_qp_type type)
 		      qa.min_rnr_timer == 3 && qa.max_rd_atomic == 4 && qa.max_dest_rd_atomic == 4);
 	CHECK(qi.type == type && qi.send_cq == q.scq && qi.recv_cq == q.rcq);
 	/* RTS -> RTS, SQD and back */
-	CHECK(modify(q.qp, UROCE_QPS_RTS, UROCE_QP_ACCESS_FLAGS, &a) == 0);
-	CHECK(modify(q.qp, UROCE_QPS_RTS, UROCE_QP_PATH_MTU, &a) == -EINVAL);
-	CHECK(modify(q.qp, UROCE_QPS_RTS, UROCE_QP_RQ_PSN, &a) == -EINVAL);
-	CHECK(modify(q.qp, UROCE_QPS_INIT, init_m, &a) == -EINVAL);
-	CHECK(modify(q.qp, UROCE_QPS_RTR, rtr_m, &a) == -EINVAL);
-	CHECK(uroce_qp_state(q.qp) == UROCE_QPS_RTS);
-	CHECK(modify(q.qp, UROCE_QPS_SQD, 0, &a) == 0);
-	CHECK(uroce_qp_state(q.qp) == UROCE_QPS_SQD);
-	CHECK(modify(q.qp, UROCE_QPS_RTS, 0, &a) == 0);
-	CHECK(uroce_qp_state(q.qp) == UROCE_QPS_RTS);
+	CHECK_EQ(modify(q.qp, UROCE_QPS_RTS, UROCE_QP_ACCESS_FLAGS, &a), 0);
+	CHECK_EQ(modify(q.qp, UROCE_QPS_RTS, UROCE_QP_PATH_MTU, &a), -EINVAL);
+	CHECK_EQ(modify(q.qp, UROCE_QPS_RTS, UROCE_QP_RQ_PSN, &a), -EINVAL);
+	CHECK_EQ(modify(q.qp, UROCE_QPS_INIT, init_m, &a), -EINVAL);
+	CHECK_EQ(modify(q.qp, UROCE_QPS_RTR, rtr_m, &a), -EINVAL);
+	CHECK_EQ(uroce_qp_state(q.qp), UROCE_QPS_RTS);
+	CHECK_EQ(modify(q.qp, UROCE_QPS_SQD, 0, &a), 0);
+	CHECK_EQ(uroce_qp_state(q.qp), UROCE_QPS_SQD);
+	CHECK_EQ(modify(q.qp, UROCE_QPS_RTS, 0, &a), 0);
+	CHECK_EQ(uroce_qp_state(q.qp), UROCE_QPS_RTS);
 	/* RTS -> SQE is not a user transition for RC */
 	if (rc)
-		CHECK(modify(q.qp, UROCE_QPS_SQE, 0, &a) == -EINVAL);
+		CHECK_EQ(modify(q.qp, UROCE_QPS_SQE, 0, &a), -EINVAL);
 	/* -> ERR: only the state may be given */
-	CHECK(modify(q.qp, UROCE_QPS_ERR, UROCE_QP_SQ_PSN, &a) == -EINVAL);
-	CHECK(uroce_qp_state(q.qp) == UROCE_QPS_RTS);
-	CHECK(modify(q.qp, UROCE_QPS_ERR, 0, &a) == 0);
-	CHECK(uroce_qp_state(q.qp) == UROCE_QPS_ERR);
-	CHECK(modify(q.qp, UROCE_QPS_RTS, rts_m, &a) == -EINVAL);
-	CHECK(modify(q.qp, UROCE_QPS_INIT, init_m, &a) == -EINVAL);
-	CHECK(uroce_qp_state(q.qp) == UROCE_QPS_ERR);
+	CHECK_EQ(modify(q.qp, UROCE_QPS_ERR, UROCE_QP_SQ_PSN, &a), -EINVAL);
+	CHECK_EQ(uroce_qp_state(q.qp), UROCE_QPS_RTS);
+	CHECK_EQ(modify(q.qp, UROCE_QPS_ERR, 0, &a), 0);
+	CHECK_EQ(uroce_qp_state(q.qp), UROCE_QPS_ERR);
+	CHECK_EQ(modify(q.qp, UROCE_QPS_RTS, rts_m, &a), -EINVAL);
+	CHECK_EQ(modify(q.qp, UROCE_QPS_INIT, init_m, &a), -EINVAL);
+	CHECK_EQ(uroce_qp_state(q.qp), UROCE_QPS_ERR);
 	/* -> RESET and around again */
-	CHECK(modify(q.qp, UROCE_QPS_RESET, 0, &a) == 0);
-	CHECK(uroce_qp_state(q.qp) == UROCE_QPS_RESET);
-	CHECK(modify(q.qp, UROCE_QPS_INIT, init_m, &a) == 0);
-	CHECK(modify(q.qp, UROCE_QPS_RTR, rtr_m, &a) == 0);
-	CHECK(modify(q.qp, UROCE_QPS_RTS, rts_m, &a) == 0);
-	CHECK(uroce_qp_state(q.qp) == UROCE_QPS_RTS);
+	CHECK_EQ(modify(q.qp, UROCE_QPS_RESET, 0, &a), 0);
+	CHECK_EQ(uroce_qp_state(q.qp), UROCE_QPS_RESET);
+	CHECK_EQ(modify(q.qp, UROCE_QPS_INIT, init_m, &a), 0);
+	CHECK_EQ(modify(q.qp, UROCE_QPS_RTR, rtr_m, &a), 0);
+	CHECK_EQ(modify(q.qp, UROCE_QPS_RTS, rts_m, &a), 0);
+	CHECK_EQ(uroce_qp_state(q.qp), UROCE_QPS_RTS);
 	simqp_destroy(&q);
 	simenv_fini(&s);
 }
@@ -326,26 +327,26 @@ static void test_state_machine_ud(void)
 	unsigned init_m = UROCE_QP_PKEY_INDEX | UROCE_QP_PORT | UROCE_QP_QKEY;
 
 	cur_test = "state machine UD";
-	CHECK(simenv_init(&s, 1, 64, 0) == 0);
+	CHECK_EQ(simenv_init(&s, 1, 64, 0), 0);
 	simqp_cfg_default(&c, UROCE_QPT_UD);
-	CHECK(simqp_create(&s, A, &c, 64, NULL, &q) == 0);
+	CHECK_EQ(simqp_create(&s, A, &c, 64, NULL, &q), 0);
 	memset(&a, 0, sizeof(a));
 	a.port_num = 1;
 	a.qkey = 0x1234;
 	a.sq_psn = 9;
-	CHECK(modify(q.qp, UROCE_QPS_INIT, init_m & ~(unsigned)UROCE_QP_QKEY, &a) == -EINVAL);
-	CHECK(modify(q.qp, UROCE_QPS_INIT, init_m | UROCE_QP_ACCESS_FLAGS, &a) == -EINVAL);
-	CHECK(uroce_qp_state(q.qp) == UROCE_QPS_RESET);
-	CHECK(modify(q.qp, UROCE_QPS_INIT, init_m, &a) == 0);
-	CHECK(modify(q.qp, UROCE_QPS_RTR, UROCE_QP_AV, &a) == -EINVAL);
-	CHECK(modify(q.qp, UROCE_QPS_RTR, UROCE_QP_DEST_QPN, &a) == -EINVAL);
-	CHECK(modify(q.qp, UROCE_QPS_RTR, 0, &a) == 0);
-	CHECK(modify(q.qp, UROCE_QPS_RTS, 0, &a) == -EINVAL); /* no SQ_PSN */
-	CHECK(modify(q.qp, UROCE_QPS_RTS, UROCE_QP_SQ_PSN | UROCE_QP_TIMEOUT, &a) == -EINVAL);
-	CHECK(uroce_qp_state(q.qp) == UROCE_QPS_RTR);
-	CHECK(modify(q.qp, UROCE_QPS_RTS, UROCE_QP_SQ_PSN, &a) == 0);
-	CHECK(modify(q.qp, UROCE_QPS_RTS, UROCE_QP_QKEY, &a) == 0);
-	CHECK(uroce_qp_state(q.qp) == UROCE_QPS_RTS);
+	CHECK_EQ(modify(q.qp, UROCE_QPS_INIT, init_m & ~(unsigned)UROCE_QP_QKEY, &a), -EINVAL);
+	CHECK_EQ(modify(q.qp, UROCE_QPS_INIT, init_m | UROCE_QP_ACCESS_FLAGS, &a), -EINVAL);
+	CHECK_EQ(uroce_qp_state(q.qp), UROCE_QPS_RESET);
+	CHECK_EQ(modify(q.qp, UROCE_QPS_INIT, init_m, &a), 0);
+	CHECK_EQ(modify(q.qp, UROCE_QPS_RTR, UROCE_QP_AV, &a), -EINVAL);
+	CHECK_EQ(modify(q.qp, UROCE_QPS_RTR, UROCE_QP_DEST_QPN, &a), -EINVAL);
+	CHECK_EQ(modify(q.qp, UROCE_QPS_RTR, 0, &a), 0);
+	CHECK_EQ(modify(q.qp, UROCE_QPS_RTS, 0, &a), -EINVAL); /* no SQ_PSN */
+	CHECK_EQ(modify(q.qp, UROCE_QPS_RTS, UROCE_QP_SQ_PSN | UROCE_QP_TIMEOUT, &a), -EINVAL);
+	CHECK_EQ(uroce_qp_state(q.qp), UROCE_QPS_RTR);
+	CHECK_EQ(modify(q.qp, UROCE_QPS_RTS, UROCE_QP_SQ_PSN, &a), 0);
+	CHECK_EQ(modify(q.qp, UROCE_QPS_RTS, UROCE_QP_QKEY, &a), 0);
+	CHECK_EQ(uroce_qp_state(q.qp), UROCE_QPS_RTS);
 	simqp_destroy(&q);
 	simenv_fini(&s);
 }
@@ -363,23 +364,23 @@ static void test_flush(void)
 		CHECK(sim_post_send1(f.q[A].qp, 10 + (uint64_t)i, UROCE_WR_SEND, &f.m[A], 0, 100,
 				     UROCE_SEND_SIGNALED) == 0);
 	for (int i = 0; i < 2; i++)
-		CHECK(sim_post_recv1(f.q[A].qp, 20 + (uint64_t)i, &f.m[A], 4096, 100) == 0);
+		CHECK_EQ(sim_post_recv1(f.q[A].qp, 20 + (uint64_t)i, &f.m[A], 4096, 100), 0);
 	fx_run(&f, 100 * US);
 	CHECK(f.ns[A] == 0 && f.nr[A] == 0);
-	CHECK(simqp_to_err(&f.q[A]) == 0);
-	CHECK(uroce_qp_state(f.q[A].qp) == UROCE_QPS_ERR);
+	CHECK_EQ(simqp_to_err(&f.q[A]), 0);
+	CHECK_EQ(uroce_qp_state(f.q[A].qp), UROCE_QPS_ERR);
 	fx_run(&f, 100 * US);
 	CHECK(f.ns[A] == 3 && f.nr[A] == 2);
 	for (int i = 0; i < f.ns[A]; i++)
 		CHECK(wc_is(&f.swc[A][i], 10 + (uint64_t)i, UROCE_WC_WR_FLUSH_ERR, UROCE_WC_SEND));
 	for (int i = 0; i < f.nr[A]; i++) {
 		CHECK(wc_is(&f.rwc[A][i], 20 + (uint64_t)i, UROCE_WC_WR_FLUSH_ERR, UROCE_WC_RECV));
-		CHECK(f.rwc[A][i].qp_num == uroce_qp_num(f.q[A].qp));
+		CHECK_EQ(f.rwc[A][i].qp_num, uroce_qp_num(f.q[A].qp));
 	}
 	/* posting to a QP in ERR completes with a flush error (unsignaled ones too: errors
 	 * always complete) */
-	CHECK(sim_post_send1(f.q[A].qp, 30, UROCE_WR_SEND, &f.m[A], 0, 8, 0) == 0);
-	CHECK(sim_post_recv1(f.q[A].qp, 31, &f.m[A], 0, 8) == 0);
+	CHECK_EQ(sim_post_send1(f.q[A].qp, 30, UROCE_WR_SEND, &f.m[A], 0, 8, 0), 0);
+	CHECK_EQ(sim_post_recv1(f.q[A].qp, 31, &f.m[A], 0, 8), 0);
 	fx_run(&f, 10 * US);
 	CHECK(f.ns[A] == 4 && f.nr[A] == 3);
 	if (f.ns[A] == 4)
@@ -403,35 +404,25 @@ static void post_split_send(struct fx *f, int from, uint64_t wr_id, enum uroce_w
 	int to = !from;
 	uint32_t left = len, total = len + rslack;
 
-	memset(&wr, 0, sizeof(wr));
 	for (int i = 0; i < nsge; i++) {
 		uint32_t piece = i == nsge - 1 ? left : len / (uint32_t)nsge;
 
 		/* pieces with gaps between them in the source */
-		sg[i].addr = simmr_va(&f->m[from], soff + (size_t)i * 64 + (len - left));
-		sg[i].length = piece;
-		sg[i].lkey = f->m[from].lkey;
+		sg[i] = wr_sge(simmr_va(&f->m[from], soff + (size_t)i * 64 + (len - left)), piece,
+			       f->m[from].lkey);
 		left -= piece;
 	}
-	wr.wr_id = wr_id;
-	wr.sg_list = sg;
-	wr.num_sge = nsge;
-	wr.opcode = op;
-	wr.send_flags = UROCE_SEND_SIGNALED;
+	wr = wr_op(op, wr_id, sg, nsge, UROCE_SEND_SIGNALED);
 	wr.imm_data = 0xA1B2C3D4u ^ (uint32_t)wr_id;
 	for (int i = 0; i < 3; i++) {
 		uint32_t piece = i == 2 ? total - 2 * (total / 3) : total / 3;
 
-		rg[i].addr = simmr_va(&f->m[to], roff + (size_t)i * 32 + (size_t)i * (total / 3));
-		rg[i].length = piece;
-		rg[i].lkey = f->m[to].lkey;
+		rg[i] = wr_sge(simmr_va(&f->m[to], roff + (size_t)i * 32 + (size_t)i * (total / 3)),
+			       piece, f->m[to].lkey);
 	}
-	rw.wr_id = wr_id + 1000;
-	rw.next = NULL;
-	rw.sg_list = rg;
-	rw.num_sge = 3;
-	CHECK(uroce_post_recv(f->q[to].qp, &rw, &rbad) == 0);
-	CHECK(uroce_post_send(f->q[from].qp, &wr, &bad) == 0);
+	rw = wr_recv(wr_id + 1000, rg, 3);
+	CHECK_EQ(uroce_post_recv(f->q[to].qp, &rw, &rbad), 0);
+	CHECK_EQ(uroce_post_send(f->q[from].qp, &wr, &bad), 0);
 }
 
 /* Compare the gathered source with the scattered destination of post_split_send. */
@@ -497,21 +488,21 @@ static void test_send_sizes(enum uroce_qp_type type)
 					    UROCE_WC_RECV));
 				CHECKF(w->byte_len == sizes[i], "byte_len %u want %u", w->byte_len,
 				       sizes[i]);
-				CHECK(w->qp_num == uroce_qp_num(f.q[to].qp));
+				CHECK_EQ(w->qp_num, uroce_qp_num(f.q[to].qp));
 				if (imm) {
 					CHECK(w->wc_flags & UROCE_WC_WITH_IMM);
-					CHECK(w->imm_data == (0xA1B2C3D4u ^ (uint32_t)i));
+					CHECK_EQ(w->imm_data, (0xA1B2C3D4u ^ (uint32_t)i));
 				} else {
 					CHECK(!(w->wc_flags & UROCE_WC_WITH_IMM));
 				}
 				CHECKF(split_data_ok(&f, from, 0, sizes[i], nsge, 0, 7),
 				       "%s: data of size %u dir %d", cur_test, sizes[i], dir);
 			}
-			CHECK(cnt(&f, to, UROCE_CNT_DUPLICATE_REQUEST) == 0);
-			CHECK(cnt(&f, from, UROCE_CNT_RETRANSMITTED_PKTS) == 0);
-			CHECK(cnt(&f, to, UROCE_CNT_OUT_OF_SEQ_REQUEST) == 0);
+			CHECK_EQ(cnt(&f, to, UROCE_CNT_DUPLICATE_REQUEST), 0);
+			CHECK_EQ(cnt(&f, from, UROCE_CNT_RETRANSMITTED_PKTS), 0);
+			CHECK_EQ(cnt(&f, to, UROCE_CNT_OUT_OF_SEQ_REQUEST), 0);
 			if (type == UROCE_QPT_RC)
-				CHECK(cnt(&f, from, UROCE_CNT_RCVD_ACKS) > 0);
+				CHECK_GT(cnt(&f, from, UROCE_CNT_RCVD_ACKS), 0);
 			fx_fini(&f);
 		}
 	}
@@ -525,7 +516,7 @@ static void test_send_too_long(void)
 
 	cur_test = "send longer than the receive";
 	fx_init(&f, UROCE_QPT_RC);
-	CHECK(sim_post_recv1(f.q[B].qp, 1, &f.m[B], 0, 100) == 0);
+	CHECK_EQ(sim_post_recv1(f.q[B].qp, 1, &f.m[B], 0, 100), 0);
 	CHECK(sim_post_send1(f.q[A].qp, 2, UROCE_WR_SEND, &f.m[A], 0, 101, UROCE_SEND_SIGNALED) ==
 	      0);
 	fx_run_idle(&f);
@@ -534,7 +525,7 @@ static void test_send_too_long(void)
 		CHECK(wc_is(&f.swc[A][0], 2, UROCE_WC_REM_INV_REQ_ERR, UROCE_WC_SEND));
 	if (f.nr[B] == 1)
 		CHECK(wc_is(&f.rwc[B][0], 1, UROCE_WC_LOC_LEN_ERR, UROCE_WC_RECV));
-	CHECK(cnt(&f, B, UROCE_CNT_REM_INV_REQ_SENT) == 1);
+	CHECK_EQ(cnt(&f, B, UROCE_CNT_REM_INV_REQ_SENT), 1);
 	fx_fini(&f);
 }
 
@@ -555,7 +546,7 @@ static void test_write(void)
 				     simmr_va(&f.m[B], roff), f.m[B].rkey, UROCE_SEND_SIGNALED,
 				     0) == 0);
 		fx_run_idle(&f);
-		CHECK(f.ns[A] == i + 1);
+		CHECK_EQ(f.ns[A], i + 1);
 		if (f.ns[A] == i + 1)
 			CHECK(wc_is(&f.swc[A][i], (uint64_t)i, UROCE_WC_SUCCESS,
 				    UROCE_WC_RDMA_WRITE));
@@ -570,24 +561,24 @@ static void test_write(void)
 		       "write %u touched memory around the target", len);
 		free(ref);
 	}
-	CHECK(f.nr[B] == 0); /* plain writes consume no receive */
+	CHECK_EQ(f.nr[B], 0); /* plain writes consume no receive */
 	/* WRITE_WITH_IMM consumes a receive; its byte_len is the write's length */
-	CHECK(sim_post_recv1(f.q[B].qp, 77, &f.m[B], 0, 16) == 0);
+	CHECK_EQ(sim_post_recv1(f.q[B].qp, 77, &f.m[B], 0, 16), 0);
 	CHECK(sim_post_write(f.q[A].qp, 50, UROCE_WR_RDMA_WRITE_WITH_IMM, &f.m[A], 0, 3000,
 			     simmr_va(&f.m[B], 100000), f.m[B].rkey, UROCE_SEND_SIGNALED,
 			     0xDEADBEEF) == 0);
 	fx_run_idle(&f);
-	CHECK(f.nr[B] == 1);
+	CHECK_EQ(f.nr[B], 1);
 	if (f.nr[B] == 1) {
 		CHECK(wc_is(&f.rwc[B][0], 77, UROCE_WC_SUCCESS, UROCE_WC_RECV_RDMA_WITH_IMM));
-		CHECK(f.rwc[B][0].imm_data == 0xDEADBEEF);
+		CHECK_EQ(f.rwc[B][0].imm_data, 0xDEADBEEF);
 		CHECK(f.rwc[B][0].wc_flags & UROCE_WC_WITH_IMM);
-		CHECK(f.rwc[B][0].byte_len == 3000);
+		CHECK_EQ(f.rwc[B][0].byte_len, 3000);
 	}
-	CHECK(!memcmp(f.m[B].buf + 100000, f.m[A].buf, 3000));
-	CHECK(f.ns[A] == 7);
+	CHECK_MEM_EQ(f.m[B].buf + 100000, f.m[A].buf, 3000);
+	CHECK_EQ(f.ns[A], 7);
 	/* zero-length WRITE_WITH_IMM */
-	CHECK(sim_post_recv1(f.q[B].qp, 78, &f.m[B], 0, 16) == 0);
+	CHECK_EQ(sim_post_recv1(f.q[B].qp, 78, &f.m[B], 0, 16), 0);
 	CHECK(sim_post_write(f.q[A].qp, 51, UROCE_WR_RDMA_WRITE_WITH_IMM, &f.m[A], 0, 0, 0, 0,
 			     UROCE_SEND_SIGNALED, 0x1234) == 0);
 	fx_run_idle(&f);
@@ -616,9 +607,9 @@ static void test_write_iova(void)
 	CHECK(sim_post_write(f.q[A].qp, 2, UROCE_WR_RDMA_READ, &f.m[A], 10000, 5000,
 			     0x7000000000ull + 100, z.rkey, UROCE_SEND_SIGNALED, 0) == 0);
 	fx_run_idle(&f);
-	CHECK(f.ns[A] == 2);
-	CHECK(!memcmp(z.buf + 100, f.m[A].buf, 5000));
-	CHECK(!memcmp(f.m[A].buf + 10000, f.m[A].buf, 5000));
+	CHECK_EQ(f.ns[A], 2);
+	CHECK_MEM_EQ(z.buf + 100, f.m[A].buf, 5000);
+	CHECK_MEM_EQ(f.m[A].buf + 10000, f.m[A].buf, 5000);
 	CHECK(simmr_guard_ok(&z));
 	simmr_free(&z);
 	fx_fini(&f);
@@ -639,23 +630,13 @@ static void test_read(void)
 
 		memset(f.m[A].buf, 0, MRLEN);
 		/* two SGEs with a gap */
-		sg[0].addr = simmr_va(&f.m[A], 100);
-		sg[0].length = len / 3;
-		sg[0].lkey = f.m[A].lkey;
-		sg[1].addr = simmr_va(&f.m[A], 100 + len / 3 + 50);
-		sg[1].length = len - len / 3;
-		sg[1].lkey = f.m[A].lkey;
-		memset(&wr, 0, sizeof(wr));
-		wr.wr_id = (uint64_t)i;
-		wr.sg_list = sg;
-		wr.num_sge = len ? 2 : 0;
-		wr.opcode = UROCE_WR_RDMA_READ;
-		wr.send_flags = UROCE_SEND_SIGNALED;
-		wr.wr.rdma.remote_addr = simmr_va(&f.m[B], 333);
-		wr.wr.rdma.rkey = f.m[B].rkey;
-		CHECK(uroce_post_send(f.q[A].qp, &wr, &bad) == 0);
+		sg[0] = wr_sge(simmr_va(&f.m[A], 100), len / 3, f.m[A].lkey);
+		sg[1] = wr_sge(simmr_va(&f.m[A], 100 + len / 3 + 50), len - len / 3, f.m[A].lkey);
+		wr = wr_read((uint64_t)i, sg, len ? 2 : 0, simmr_va(&f.m[B], 333), f.m[B].rkey,
+			     UROCE_SEND_SIGNALED);
+		CHECK_EQ(uroce_post_send(f.q[A].qp, &wr, &bad), 0);
 		fx_run_idle(&f);
-		CHECK(f.ns[A] == i + 1);
+		CHECK_EQ(f.ns[A], i + 1);
 		if (f.ns[A] != i + 1)
 			break;
 		CHECK(wc_is(&f.swc[A][i], (uint64_t)i, UROCE_WC_SUCCESS, UROCE_WC_RDMA_READ));
@@ -667,7 +648,7 @@ static void test_read(void)
 		       "read %u data", len);
 		CHECK(f.m[A].buf[100 + len / 3] == 0 && f.m[A].buf[99] == 0);
 	}
-	CHECK(f.nr[B] == 0);
+	CHECK_EQ(f.nr[B], 0);
 	fx_fini(&f);
 }
 
@@ -697,18 +678,18 @@ static void test_atomics(void)
 			      simmr_va(&f.m[B], 4096 + 8), f.m[B].rkey, 0x1122334455667788ull,
 			      0xCAFEF00DDEADBEEFull, UROCE_SEND_SIGNALED) == 0);
 	fx_run_idle(&f);
-	CHECK(f.ns[A] == 4);
+	CHECK_EQ(f.ns[A], 4);
 	for (int i = 0; i < f.ns[A]; i++)
 		CHECK(wc_is(&f.swc[A][i], (uint64_t)i + 1, UROCE_WC_SUCCESS,
 			    i < 2 ? UROCE_WC_FETCH_ADD : UROCE_WC_COMP_SWAP));
 	for (int i = 0; i < f.ns[A]; i++)
-		CHECK(f.swc[A][i].byte_len == 8);
-	CHECK(loc[0] == 1000);
-	CHECK(loc[1] == 1005);
-	CHECK(rem[0] == 1004);
-	CHECK(loc[2] == 0x1122334455667788ull);
-	CHECK(loc[3] == 0x1122334455667788ull);
-	CHECK(rem[1] == 0xCAFEF00DDEADBEEFull);
+		CHECK_EQ(f.swc[A][i].byte_len, 8);
+	CHECK_EQ(loc[0], 1000);
+	CHECK_EQ(loc[1], 1005);
+	CHECK_EQ(rem[0], 1004);
+	CHECK_EQ(loc[2], 0x1122334455667788ull);
+	CHECK_EQ(loc[3], 0x1122334455667788ull);
+	CHECK_EQ(rem[1], 0xCAFEF00DDEADBEEFull);
 	/* misaligned atomic: refused at post time, or an invalid request NAK (either is fine) */
 	int prc = sim_post_atomic(f.q[A].qp, 9, UROCE_WR_ATOMIC_FETCH_AND_ADD, &f.m[A], 64,
 				  simmr_va(&f.m[B], 4100), f.m[B].rkey, 1, 0, UROCE_SEND_SIGNALED);
@@ -716,12 +697,12 @@ static void test_atomics(void)
 	CHECK(prc == 0 || prc == -EINVAL);
 	fx_run_idle(&f);
 	if (prc == 0) {
-		CHECK(f.ns[A] == 5);
+		CHECK_EQ(f.ns[A], 5);
 		if (f.ns[A] == 5)
 			CHECKF(f.swc[A][4].status == UROCE_WC_REM_INV_REQ_ERR,
 			       "misaligned atomic: %s", sim_wc_status_name(f.swc[A][4].status));
 	}
-	CHECK(rem[0] == 1004);
+	CHECK_EQ(rem[0], 1004);
 	fx_fini(&f);
 }
 
@@ -735,27 +716,19 @@ static void test_inline(void)
 	cur_test = "inline";
 	fx_init(&f, UROCE_QPT_RC);
 	sim_pattern(data, sizeof(data), 8);
-	CHECK(sim_post_recv1(f.q[B].qp, 1, &f.m[B], 0, 1000) == 0);
-	CHECK(sim_post_recv1(f.q[B].qp, 2, &f.m[B], 1000, 1000) == 0);
-	sg[0].addr = (uint64_t)(uintptr_t)data;
-	sg[0].length = 50;
-	sg[0].lkey = 0; /* inline data needs no lkey */
-	sg[1].addr = (uint64_t)(uintptr_t)(data + 60);
-	sg[1].length = 78;
-	sg[1].lkey = 0;
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 5;
-	wr.sg_list = sg;
-	wr.num_sge = 2;
-	wr.opcode = UROCE_WR_SEND;
-	wr.send_flags = UROCE_SEND_INLINE | UROCE_SEND_SIGNALED;
-	CHECK(uroce_post_send(f.q[A].qp, &wr, &bad) == 0);
+	CHECK_EQ(sim_post_recv1(f.q[B].qp, 1, &f.m[B], 0, 1000), 0);
+	CHECK_EQ(sim_post_recv1(f.q[B].qp, 2, &f.m[B], 1000, 1000), 0);
+	/* inline data needs no lkey */
+	sg[0] = wr_sge((uint64_t)(uintptr_t)data, 50, 0);
+	sg[1] = wr_sge((uint64_t)(uintptr_t)(data + 60), 78, 0);
+	wr = wr_send(5, sg, 2, UROCE_SEND_INLINE | UROCE_SEND_SIGNALED);
+	CHECK_EQ(uroce_post_send(f.q[A].qp, &wr, &bad), 0);
 	memset(data, 0, sizeof(data)); /* the data was copied at post time */
 	fx_run_idle(&f);
 	sim_pattern(data, sizeof(data), 8);
 	CHECK(f.nr[B] == 1 && f.ns[A] == 1);
 	if (f.nr[B] == 1)
-		CHECK(f.rwc[B][0].byte_len == 128);
+		CHECK_EQ(f.rwc[B][0].byte_len, 128);
 	CHECK(!memcmp(f.m[B].buf, data, 50) && !memcmp(f.m[B].buf + 50, data + 60, 78));
 	/* inline RDMA WRITE */
 	wr.opcode = UROCE_WR_RDMA_WRITE;
@@ -763,13 +736,13 @@ static void test_inline(void)
 	wr.wr.rdma.rkey = f.m[B].rkey;
 	wr.num_sge = 1;
 	sg[0].length = 128;
-	CHECK(uroce_post_send(f.q[A].qp, &wr, &bad) == 0);
+	CHECK_EQ(uroce_post_send(f.q[A].qp, &wr, &bad), 0);
 	fx_run_idle(&f);
-	CHECK(!memcmp(f.m[B].buf + 5000, data, 128));
+	CHECK_MEM_EQ(f.m[B].buf + 5000, data, 128);
 	/* too long for max_inline_data (128) */
 	sg[0].length = 129;
 	bad = NULL;
-	CHECK(uroce_post_send(f.q[A].qp, &wr, &bad) == -EINVAL);
+	CHECK_EQ(uroce_post_send(f.q[A].qp, &wr, &bad), -EINVAL);
 	CHECK(bad == &wr);
 	fx_fini(&f);
 }
@@ -781,15 +754,15 @@ static void test_unsignaled(void)
 	cur_test = "unsignaled";
 	fx_init(&f, UROCE_QPT_RC);
 	for (int i = 0; i < 5; i++)
-		CHECK(sim_post_recv1(f.q[B].qp, 100 + (uint64_t)i, &f.m[B], 0, 4096) == 0);
+		CHECK_EQ(sim_post_recv1(f.q[B].qp, 100 + (uint64_t)i, &f.m[B], 0, 4096), 0);
 	for (int i = 0; i < 5; i++)
 		CHECK(sim_post_send1(f.q[A].qp, (uint64_t)i, UROCE_WR_SEND, &f.m[A], 0, 3000,
 				     i == 4 ? UROCE_SEND_SIGNALED : 0) == 0);
 	CHECK(sim_post_write(f.q[A].qp, 9, UROCE_WR_RDMA_WRITE, &f.m[A], 0, 10,
 			     simmr_va(&f.m[B], 0), f.m[B].rkey, 0, 0) == 0);
 	fx_run_idle(&f);
-	CHECK(f.nr[B] == 5); /* receives always complete */
-	CHECK(f.ns[A] == 1);
+	CHECK_EQ(f.nr[B], 5); /* receives always complete */
+	CHECK_EQ(f.ns[A], 1);
 	if (f.ns[A] >= 1)
 		CHECK(wc_is(&f.swc[A][0], 4, UROCE_WC_SUCCESS, UROCE_WC_SEND));
 	/* the send queue slots of unsignaled WRs are reused: post more than the queue holds */
@@ -800,12 +773,12 @@ static void test_unsignaled(void)
 					     i == 199 ? UROCE_SEND_SIGNALED : 0, 0) == 0);
 		fx_run_idle(&f);
 	}
-	CHECK(f.ns[A] == 4);
+	CHECK_EQ(f.ns[A], 4);
 	/* an unsignaled WR that fails completes anyway */
 	CHECK(sim_post_write(f.q[A].qp, 66, UROCE_WR_RDMA_WRITE, &f.m[A], 0, 8,
 			     simmr_va(&f.m[B], 0), f.m[B].rkey + 1, 0, 0) == 0);
 	fx_run_idle(&f);
-	CHECK(f.ns[A] == 5);
+	CHECK_EQ(f.ns[A], 5);
 	if (f.ns[A] == 5)
 		CHECK(wc_is(&f.swc[A][4], 66, UROCE_WC_REM_ACCESS_ERR, UROCE_WC_RDMA_WRITE));
 	fx_fini(&f);
@@ -825,25 +798,17 @@ static void test_ud(void)
 	cur_test = "UD";
 	fx_init(&f, UROCE_QPT_UD);
 	sim_av(&f.s.net, A, B, &av);
-	CHECK(uroce_ah_create(f.s.pd[A], &av, &ah) == 0);
+	CHECK_EQ(uroce_ah_create(f.s.pd[A], &av, &ah), 0);
 	sim_pattern(f.m[A].buf, MRLEN, 12);
 	for (int i = 0; i < 4; i++) {
 		memset(f.m[B].buf, 0, 4096);
-		CHECK(sim_post_recv1(f.q[B].qp, 100 + (uint64_t)i, &f.m[B], 0, 40 + 1024) == 0);
-		sge.addr = simmr_va(&f.m[A], 17);
-		sge.length = sizes[i];
-		sge.lkey = f.m[A].lkey;
-		memset(&wr, 0, sizeof(wr));
-		wr.wr_id = (uint64_t)i;
-		wr.sg_list = &sge;
-		wr.num_sge = 1;
+		CHECK_EQ(sim_post_recv1(f.q[B].qp, 100 + (uint64_t)i, &f.m[B], 0, 40 + 1024), 0);
+		sge = wr_sge(simmr_va(&f.m[A], 17), sizes[i], f.m[A].lkey);
+		wr = wr_ud_send((uint64_t)i, &sge, 1, ah, uroce_qp_num(f.q[B].qp), f.c.qkey,
+				UROCE_SEND_SIGNALED);
 		wr.opcode = i & 1 ? UROCE_WR_SEND_WITH_IMM : UROCE_WR_SEND;
 		wr.imm_data = 0x55AA0000u + (uint32_t)i;
-		wr.send_flags = UROCE_SEND_SIGNALED;
-		wr.wr.ud.ah = ah;
-		wr.wr.ud.remote_qpn = uroce_qp_num(f.q[B].qp);
-		wr.wr.ud.remote_qkey = f.c.qkey;
-		CHECK(uroce_post_send(f.q[A].qp, &wr, &bad) == 0);
+		CHECK_EQ(uroce_post_send(f.q[A].qp, &wr, &bad), 0);
 		fx_run_idle(&f);
 		CHECK(f.ns[A] == i + 1 && f.nr[B] == i + 1);
 		if (f.nr[B] != i + 1)
@@ -854,17 +819,17 @@ static void test_ud(void)
 		CHECK(wc_is(w, 100 + (uint64_t)i, UROCE_WC_SUCCESS, UROCE_WC_RECV));
 		CHECKF(w->byte_len == 40 + sizes[i], "UD byte_len %u", w->byte_len);
 		CHECK(w->wc_flags & UROCE_WC_GRH);
-		CHECK(w->src_qp == uroce_qp_num(f.q[A].qp));
-		CHECK(w->qp_num == uroce_qp_num(f.q[B].qp));
+		CHECK_EQ(w->src_qp, uroce_qp_num(f.q[A].qp));
+		CHECK_EQ(w->qp_num, uroce_qp_num(f.q[B].qp));
 		if (i & 1)
 			CHECK((w->wc_flags & UROCE_WC_WITH_IMM) &&
 			      w->imm_data == 0x55AA0000u + (uint32_t)i);
 		/* the GRH slot: IPv4 header in the last 20 bytes (roce-reference 1.1) */
-		CHECK(grh[20] == 0x45);
-		CHECK(grh[29] == 17);
-		CHECK(uroce_ipv4_csum(grh + 20) == uroce_get_be16(grh + 30));
-		CHECK(!memcmp(grh + 32, f.s.net.node[A].ip, 4));
-		CHECK(!memcmp(grh + 36, f.s.net.node[B].ip, 4));
+		CHECK_EQ(grh[20], 0x45);
+		CHECK_EQ(grh[29], 17);
+		CHECK_EQ(uroce_ipv4_csum(grh + 20), uroce_get_be16(grh + 30));
+		CHECK_MEM_EQ(grh + 32, f.s.net.node[A].ip, 4);
+		CHECK_MEM_EQ(grh + 36, f.s.net.node[B].ip, 4);
 		CHECK(uroce_get_be16(grh + 22) ==
 		      20 + 8 + 12 + 8 + (i & 1 ? 4 : 0) + sizes[i] + ((4 - sizes[i] % 4) % 4) + 4);
 		CHECKF(!memcmp(f.m[B].buf + 40, f.m[A].buf + 17, sizes[i]), "UD data %u", sizes[i]);
@@ -872,31 +837,31 @@ static void test_ud(void)
 	/* Q_Key mismatch: dropped and counted, the receive stays posted */
 	uint64_t qk0 = cnt(&f, B, UROCE_CNT_DROP_BAD_QKEY);
 
-	CHECK(sim_post_recv1(f.q[B].qp, 200, &f.m[B], 0, 40 + 1024) == 0);
+	CHECK_EQ(sim_post_recv1(f.q[B].qp, 200, &f.m[B], 0, 40 + 1024), 0);
 	wr.wr_id = 50;
 	wr.wr.ud.remote_qkey = f.c.qkey ^ 1;
 	wr.opcode = UROCE_WR_SEND;
-	CHECK(uroce_post_send(f.q[A].qp, &wr, &bad) == 0);
+	CHECK_EQ(uroce_post_send(f.q[A].qp, &wr, &bad), 0);
 	fx_run_idle(&f);
-	CHECK(cnt(&f, B, UROCE_CNT_DROP_BAD_QKEY) == qk0 + 1);
-	CHECK(f.nr[B] == 4);
-	CHECK(f.ns[A] == 5); /* UD sends complete locally */
+	CHECK_EQ(cnt(&f, B, UROCE_CNT_DROP_BAD_QKEY), qk0 + 1);
+	CHECK_EQ(f.nr[B], 4);
+	CHECK_EQ(f.ns[A], 5); /* UD sends complete locally */
 	/* a good one lands in the receive still posted */
 	wr.wr_id = 51;
 	wr.wr.ud.remote_qkey = f.c.qkey;
-	CHECK(uroce_post_send(f.q[A].qp, &wr, &bad) == 0);
+	CHECK_EQ(uroce_post_send(f.q[A].qp, &wr, &bad), 0);
 	fx_run_idle(&f);
-	CHECK(f.nr[B] == 5);
+	CHECK_EQ(f.nr[B], 5);
 	if (f.nr[B] == 5)
 		CHECK(f.rwc[B][4].wr_id == 200 && f.rwc[B][4].status == UROCE_WC_SUCCESS);
 	/* no receive posted: UD drops silently (no RNR), the sender still completes */
 	wr.wr_id = 52;
-	CHECK(uroce_post_send(f.q[A].qp, &wr, &bad) == 0);
+	CHECK_EQ(uroce_post_send(f.q[A].qp, &wr, &bad), 0);
 	fx_run_idle(&f);
 	CHECK(f.nr[B] == 5 && f.ns[A] == 7);
 	/* RC-only operations are refused on UD */
 	wr.opcode = UROCE_WR_RDMA_WRITE;
-	CHECK(uroce_post_send(f.q[A].qp, &wr, &bad) == -EINVAL);
+	CHECK_EQ(uroce_post_send(f.q[A].qp, &wr, &bad), -EINVAL);
 	/* an RC opcode sent to a UD QP: wrong transport class, dropped and counted */
 	{
 		struct uroce_tpkt t;
@@ -904,7 +869,7 @@ static void test_ud(void)
 		uint64_t bad0 = cnt(&f, B, UROCE_CNT_DROP_BAD_OPCODE);
 		int hl;
 
-		CHECK(sim_post_recv1(f.q[B].qp, 300, &f.m[B], 0, 40 + 1024) == 0);
+		CHECK_EQ(sim_post_recv1(f.q[B].qp, 300, &f.m[B], 0, 40 + 1024), 0);
 		memset(&t, 0, sizeof(t));
 		t.bth.opcode = UROCE_OP_RC_SEND_ONLY;
 		t.bth.pkey = 0xFFFF;
@@ -914,9 +879,9 @@ static void test_ud(void)
 		CHECK(sim_send(&f.s.net, A, &av, hdr, (uint32_t)hl, pl, 8, 0,
 			       uroce_qp_num(f.q[A].qp), t.bth.dqpn) == 0);
 		fx_run_idle(&f);
-		CHECK(cnt(&f, B, UROCE_CNT_DROP_BAD_OPCODE) == bad0 + 1);
-		CHECK(f.nr[B] == 5);
-		CHECK(f.s.net.node[B].rx_err[2] == 1); /* -EPROTO */
+		CHECK_EQ(cnt(&f, B, UROCE_CNT_DROP_BAD_OPCODE), bad0 + 1);
+		CHECK_EQ(f.nr[B], 5);
+		CHECK_EQ(f.s.net.node[B].rx_err[2], 1); /* -EPROTO */
 	}
 	uroce_ah_destroy(ah);
 	fx_fini(&f);
@@ -937,23 +902,23 @@ static void test_uc(void)
 	fx_run_idle(&f);
 	CHECK(f.ns[A] == 1 && !memcmp(f.m[B].buf + 10, f.m[A].buf, 5000));
 	/* a lost middle packet loses the whole message; the receive stays for the next one */
-	CHECK(sim_post_recv1(f.q[B].qp, 10, &f.m[B], 20000, 8000) == 0);
+	CHECK_EQ(sim_post_recv1(f.q[B].qp, 10, &f.m[B], 20000, 8000), 0);
 	sim_rule_nth(&f.s.net, A, UROCE_OP_UC_SEND_MIDDLE, 1, SIM_DROP);
 	CHECK(sim_post_send1(f.q[A].qp, 2, UROCE_WR_SEND, &f.m[A], 100, 4000,
 			     UROCE_SEND_SIGNALED) == 0);
 	fx_run_idle(&f);
-	CHECK(f.ns[A] == 2); /* UC completes at the sender regardless */
-	CHECK(f.nr[B] == 0);
-	CHECK(cnt(&f, B, UROCE_CNT_DROP_UC_SEQ) > 0);
+	CHECK_EQ(f.ns[A], 2); /* UC completes at the sender regardless */
+	CHECK_EQ(f.nr[B], 0);
+	CHECK_GT(cnt(&f, B, UROCE_CNT_DROP_UC_SEQ), 0);
 	CHECK(sim_post_send1(f.q[A].qp, 3, UROCE_WR_SEND_WITH_IMM, &f.m[A], 200, 3000,
 			     UROCE_SEND_SIGNALED) == 0);
 	fx_run_idle(&f);
-	CHECK(f.nr[B] == 1);
+	CHECK_EQ(f.nr[B], 1);
 	if (f.nr[B] == 1) {
 		CHECK(wc_is(&f.rwc[B][0], 10, UROCE_WC_SUCCESS, UROCE_WC_RECV));
-		CHECK(f.rwc[B][0].byte_len == 3000);
+		CHECK_EQ(f.rwc[B][0].byte_len, 3000);
 	}
-	CHECK(!memcmp(f.m[B].buf + 20000, f.m[A].buf + 200, 3000));
+	CHECK_MEM_EQ(f.m[B].buf + 20000, f.m[A].buf + 200, 3000);
 	/* reads and atomics are not UC operations */
 	CHECK(sim_post_write(f.q[A].qp, 4, UROCE_WR_RDMA_READ, &f.m[A], 0, 8, simmr_va(&f.m[B], 0),
 			     f.m[B].rkey, 0, 0) == -EINVAL);
@@ -978,47 +943,42 @@ static void test_srq(void)
 	struct uroce_sge sge;
 
 	cur_test = "SRQ";
-	CHECK(simenv_init(&s, 1, 1024, 0) == 0);
+	CHECK_EQ(simenv_init(&s, 1, 1024, 0), 0);
 	simqp_cfg_default(&c, UROCE_QPT_RC);
-	CHECK(uroce_srq_create(s.pd[B], &sa, &s, &srq) == 0);
+	CHECK_EQ(uroce_srq_create(s.pd[B], &sa, &s, &srq), 0);
 	for (int i = 0; i < 2; i++) {
-		CHECK(simqp_create(&s, A, &c, 64, NULL, &a[i]) == 0);
-		CHECK(simqp_create(&s, B, &c, 64, srq, &b[i]) == 0);
-		CHECK(simqp_connect(&s, &a[i], &b[i], &c) == 0);
+		CHECK_EQ(simqp_create(&s, A, &c, 64, NULL, &a[i]), 0);
+		CHECK_EQ(simqp_create(&s, B, &c, 64, srq, &b[i]), 0);
+		CHECK_EQ(simqp_connect(&s, &a[i], &b[i], &c), 0);
 	}
-	CHECK(simmr_reg(&s, A, 65536, c.access, &ma) == 0);
-	CHECK(simmr_reg(&s, B, 65536, c.access, &mb) == 0);
+	CHECK_EQ(simmr_reg(&s, A, 65536, c.access, &ma), 0);
+	CHECK_EQ(simmr_reg(&s, B, 65536, c.access, &mb), 0);
 	sim_pattern(ma.buf, 65536, 4);
 	for (int i = 0; i < 10; i++) {
-		sge.addr = simmr_va(&mb, (size_t)i * 2048);
-		sge.length = 2048;
-		sge.lkey = mb.lkey;
-		rw.wr_id = 500 + (uint64_t)i;
-		rw.next = NULL;
-		rw.sg_list = &sge;
-		rw.num_sge = 1;
-		CHECK(uroce_post_srq_recv(srq, &rw, &bad) == 0);
+		sge = wr_sge(simmr_va(&mb, (size_t)i * 2048), 2048, mb.lkey);
+		rw = wr_recv(500 + (uint64_t)i, &sge, 1);
+		CHECK_EQ(uroce_post_srq_recv(srq, &rw, &bad), 0);
 	}
 	/* posting to the QP's own receive queue is refused when it uses an SRQ */
-	CHECK(sim_post_recv1(b[0].qp, 1, &mb, 0, 8) == -EINVAL);
+	CHECK_EQ(sim_post_recv1(b[0].qp, 1, &mb, 0, 8), -EINVAL);
 	sa.srq_limit = 8;
-	CHECK(uroce_srq_modify(srq, &sa, UROCE_SRQ_LIMIT) == 0);
-	CHECK(uroce_srq_modify(srq, &sa, UROCE_SRQ_MAX_WR) == -EOPNOTSUPP);
+	CHECK_EQ(uroce_srq_modify(srq, &sa, UROCE_SRQ_LIMIT), 0);
+	CHECK_EQ(uroce_srq_modify(srq, &sa, UROCE_SRQ_MAX_WR), -EOPNOTSUPP);
 	memset(&ev, 0, sizeof(ev));
 	sim_events_take(s.eng[B], &ev);
-	CHECK(ev.n[UROCE_EVENT_SRQ_LIMIT_REACHED] == 0);
+	CHECK_EQ(ev.n[UROCE_EVENT_SRQ_LIMIT_REACHED], 0);
 	/* two messages on each QP: 10 -> 6 receives left, below the limit of 8 */
 	for (int i = 0; i < 4; i++)
 		CHECK(sim_post_send1(a[i & 1].qp, (uint64_t)i, UROCE_WR_SEND, &ma, (size_t)i * 100,
 				     1500, UROCE_SEND_SIGNALED) == 0);
-	CHECK(sim_run_for(&s.net, SEC) == SIM_QUIESCENT);
+	CHECK_EQ(sim_run_for(&s.net, SEC), SIM_QUIESCENT);
 	memset(&ev, 0, sizeof(ev));
 	sim_events_take(s.eng[B], &ev);
-	CHECK(ev.n[UROCE_EVENT_SRQ_LIMIT_REACHED] == 1);
+	CHECK_EQ(ev.n[UROCE_EVENT_SRQ_LIMIT_REACHED], 1);
 	CHECK(ev.last[UROCE_EVENT_SRQ_LIMIT_REACHED].obj.srq == srq);
 	CHECK(ev.last[UROCE_EVENT_SRQ_LIMIT_REACHED].user == &s);
-	CHECK(uroce_srq_query(srq, &sa) == 0);
-	CHECK(sa.srq_limit == 0); /* the event disarms the limit */
+	CHECK_EQ(uroce_srq_query(srq, &sa), 0);
+	CHECK_EQ(sa.srq_limit, 0); /* the event disarms the limit */
 	int n = 0;
 
 	for (int i = 0; i < 2; i++) {
@@ -1026,13 +986,13 @@ static void test_srq(void)
 
 		for (int j = n; j < n + k; j++) {
 			CHECK(wc[j].status == UROCE_WC_SUCCESS && wc[j].byte_len == 1500);
-			CHECK(wc[j].qp_num == uroce_qp_num(b[i].qp));
+			CHECK_EQ(wc[j].qp_num, uroce_qp_num(b[i].qp));
 			/* the first four receives were consumed */
 			CHECK(wc[j].wr_id >= 500 && wc[j].wr_id < 504);
 		}
 		n += k;
 	}
-	CHECK(n == 4);
+	CHECK_EQ(n, 4);
 	/* each message is in one of the first four buffers */
 	for (int i = 0; i < 4; i++) {
 		bool found = false;
@@ -1045,18 +1005,18 @@ static void test_srq(void)
 	for (int i = 0; i < 4; i++)
 		CHECK(sim_post_send1(a[0].qp, 10 + (uint64_t)i, UROCE_WR_SEND, &ma, 0, 10,
 				     UROCE_SEND_SIGNALED) == 0);
-	CHECK(sim_run_for(&s.net, SEC) == SIM_QUIESCENT);
+	CHECK_EQ(sim_run_for(&s.net, SEC), SIM_QUIESCENT);
 	memset(&ev, 0, sizeof(ev));
 	sim_events_take(s.eng[B], &ev);
-	CHECK(ev.n[UROCE_EVENT_SRQ_LIMIT_REACHED] == 0);
-	CHECK(simcq_drain(b[0].rcq, wc, 32) == 4);
+	CHECK_EQ(ev.n[UROCE_EVENT_SRQ_LIMIT_REACHED], 0);
+	CHECK_EQ(simcq_drain(b[0].rcq, wc, 32), 4);
 	/* the SRQ is in use */
-	CHECK(uroce_srq_destroy(srq) == -EBUSY);
+	CHECK_EQ(uroce_srq_destroy(srq), -EBUSY);
 	for (int i = 0; i < 2; i++) {
 		simqp_destroy(&a[i]);
 		simqp_destroy(&b[i]);
 	}
-	CHECK(uroce_srq_destroy(srq) == 0);
+	CHECK_EQ(uroce_srq_destroy(srq), 0);
 	CHECK(simmr_guard_ok(&ma) && simmr_guard_ok(&mb));
 	simmr_free(&ma);
 	simmr_free(&mb);
@@ -1075,32 +1035,32 @@ static void test_cq_overflow(void)
 	struct uroce_wc wc[16];
 
 	cur_test = "CQ overflow";
-	CHECK(simenv_init(&s, 1, 1024, 0) == 0);
+	CHECK_EQ(simenv_init(&s, 1, 1024, 0), 0);
 	simqp_cfg_default(&c, UROCE_QPT_RC);
-	CHECK(simqp_create(&s, A, &c, 64, NULL, &a) == 0);
-	CHECK(simqp_create(&s, B, &c, 4, NULL, &b) == 0);
-	CHECK(simqp_connect(&s, &a, &b, &c) == 0);
-	CHECK(simmr_reg(&s, A, 4096, c.access, &ma) == 0);
-	CHECK(simmr_reg(&s, B, 4096, c.access, &mb) == 0);
+	CHECK_EQ(simqp_create(&s, A, &c, 64, NULL, &a), 0);
+	CHECK_EQ(simqp_create(&s, B, &c, 4, NULL, &b), 0);
+	CHECK_EQ(simqp_connect(&s, &a, &b, &c), 0);
+	CHECK_EQ(simmr_reg(&s, A, 4096, c.access, &ma), 0);
+	CHECK_EQ(simmr_reg(&s, B, 4096, c.access, &mb), 0);
 	for (int i = 0; i < 8; i++)
-		CHECK(sim_post_recv1(b.qp, (uint64_t)i, &mb, 0, 64) == 0);
+		CHECK_EQ(sim_post_recv1(b.qp, (uint64_t)i, &mb, 0, 64), 0);
 	for (int i = 0; i < 8; i++)
 		CHECK(sim_post_send1(a.qp, (uint64_t)i, UROCE_WR_SEND, &ma, 0, 8,
 				     UROCE_SEND_SIGNALED) == 0);
 	sim_run_for(&s.net, SEC);
 	memset(&ev, 0, sizeof(ev));
 	sim_events_take(s.eng[B], &ev);
-	CHECK(ev.n[UROCE_EVENT_CQ_ERR] >= 1);
+	CHECK_GE(ev.n[UROCE_EVENT_CQ_ERR], 1);
 	CHECK(ev.last[UROCE_EVENT_CQ_ERR].obj.cq == b.rcq);
 	CHECK(ev.last[UROCE_EVENT_CQ_ERR].user == &b);
-	CHECK(uroce_cq_count(b.rcq) <= 4);
-	CHECK(uroce_eng_counter(s.eng[B], UROCE_CNT_DROP_CQ_OVERFLOW) >= 1);
+	CHECK_LE(uroce_cq_count(b.rcq), 4);
+	CHECK_GE(uroce_eng_counter(s.eng[B], UROCE_CNT_DROP_CQ_OVERFLOW), 1);
 	int n = simcq_drain(b.rcq, wc, 16);
 
-	CHECK(n == 4);
+	CHECK_EQ(n, 4);
 	for (int i = 0; i < n; i++)
-		CHECK(wc[i].wr_id == (uint64_t)i);
-	CHECK(simcq_drain(a.scq, wc, 16) == 8);
+		CHECK_EQ(wc[i].wr_id, (uint64_t)i);
+	CHECK_EQ(simcq_drain(a.scq, wc, 16), 8);
 	simqp_destroy(&a);
 	simqp_destroy(&b);
 	simmr_free(&ma);
@@ -1118,48 +1078,48 @@ static void test_notify(void)
 	struct uroce_wc wc[16];
 
 	cur_test = "CQ notification";
-	CHECK(simenv_init(&s, 1, 1024, 0) == 0);
+	CHECK_EQ(simenv_init(&s, 1, 1024, 0), 0);
 	simqp_cfg_default(&c, UROCE_QPT_RC);
-	CHECK(simqp_create(&s, A, &c, 64, NULL, &a) == 0);
-	CHECK(simqp_create(&s, B, &c, 64, NULL, &b) == 0);
-	CHECK(simqp_connect(&s, &a, &b, &c) == 0);
-	CHECK(simmr_reg(&s, A, 4096, c.access, &ma) == 0);
-	CHECK(simmr_reg(&s, B, 4096, c.access, &mb) == 0);
+	CHECK_EQ(simqp_create(&s, A, &c, 64, NULL, &a), 0);
+	CHECK_EQ(simqp_create(&s, B, &c, 64, NULL, &b), 0);
+	CHECK_EQ(simqp_connect(&s, &a, &b, &c), 0);
+	CHECK_EQ(simmr_reg(&s, A, 4096, c.access, &ma), 0);
+	CHECK_EQ(simmr_reg(&s, B, 4096, c.access, &mb), 0);
 	for (int i = 0; i < 8; i++)
-		CHECK(sim_post_recv1(b.qp, (uint64_t)i, &mb, 0, 64) == 0);
+		CHECK_EQ(sim_post_recv1(b.qp, (uint64_t)i, &mb, 0, 64), 0);
 	/* not armed: no event */
-	CHECK(sim_post_send1(a.qp, 0, UROCE_WR_SEND, &ma, 0, 8, UROCE_SEND_SIGNALED) == 0);
+	CHECK_EQ(sim_post_send1(a.qp, 0, UROCE_WR_SEND, &ma, 0, 8, UROCE_SEND_SIGNALED), 0);
 	sim_run_for(&s.net, SEC);
 	memset(&ev, 0, sizeof(ev));
 	sim_events_take(s.eng[B], &ev);
-	CHECK(ev.n[UROCE_EVENT_COMP] == 0);
+	CHECK_EQ(ev.n[UROCE_EVENT_COMP], 0);
 	/* solicited only: an unsolicited send raises nothing, a solicited one raises one event */
-	CHECK(uroce_cq_req_notify(b.rcq, true) == 0);
-	CHECK(sim_post_send1(a.qp, 1, UROCE_WR_SEND, &ma, 0, 8, UROCE_SEND_SIGNALED) == 0);
+	CHECK_EQ(uroce_cq_req_notify(b.rcq, true), 0);
+	CHECK_EQ(sim_post_send1(a.qp, 1, UROCE_WR_SEND, &ma, 0, 8, UROCE_SEND_SIGNALED), 0);
 	sim_run_for(&s.net, SEC);
 	sim_events_take(s.eng[B], &ev);
-	CHECK(ev.n[UROCE_EVENT_COMP] == 0);
+	CHECK_EQ(ev.n[UROCE_EVENT_COMP], 0);
 	CHECK(sim_post_send1(a.qp, 2, UROCE_WR_SEND, &ma, 0, 8,
 			     UROCE_SEND_SIGNALED | UROCE_SEND_SOLICITED) == 0);
 	sim_run_for(&s.net, SEC);
 	sim_events_take(s.eng[B], &ev);
-	CHECK(ev.n[UROCE_EVENT_COMP] == 1);
+	CHECK_EQ(ev.n[UROCE_EVENT_COMP], 1);
 	CHECK(ev.last[UROCE_EVENT_COMP].obj.cq == b.rcq);
 	/* the arm is one-shot */
 	CHECK(sim_post_send1(a.qp, 3, UROCE_WR_SEND_WITH_IMM, &ma, 0, 8,
 			     UROCE_SEND_SIGNALED | UROCE_SEND_SOLICITED) == 0);
 	sim_run_for(&s.net, SEC);
 	sim_events_take(s.eng[B], &ev);
-	CHECK(ev.n[UROCE_EVENT_COMP] == 1);
+	CHECK_EQ(ev.n[UROCE_EVENT_COMP], 1);
 	/* any completion when armed for all: the send CQ of A */
-	CHECK(uroce_cq_req_notify(a.scq, false) == 0);
-	CHECK(sim_post_send1(a.qp, 4, UROCE_WR_SEND, &ma, 0, 8, UROCE_SEND_SIGNALED) == 0);
+	CHECK_EQ(uroce_cq_req_notify(a.scq, false), 0);
+	CHECK_EQ(sim_post_send1(a.qp, 4, UROCE_WR_SEND, &ma, 0, 8, UROCE_SEND_SIGNALED), 0);
 	sim_run_for(&s.net, SEC);
 	memset(&ev, 0, sizeof(ev));
 	sim_events_take(s.eng[A], &ev);
-	CHECK(ev.n[UROCE_EVENT_COMP] == 1);
+	CHECK_EQ(ev.n[UROCE_EVENT_COMP], 1);
 	CHECK(ev.last[UROCE_EVENT_COMP].obj.cq == a.scq);
-	CHECK(simcq_drain(b.rcq, wc, 16) == 5);
+	CHECK_EQ(simcq_drain(b.rcq, wc, 16), 5);
 	simqp_destroy(&a);
 	simqp_destroy(&b);
 	simmr_free(&ma);
@@ -1187,19 +1147,19 @@ static void test_lost_request(void)
 		CHECK(sim_post_send1(f.q[A].qp, (uint64_t)i, UROCE_WR_SEND, &f.m[A],
 				     (size_t)i * 8192, 4000, UROCE_SEND_SIGNALED) == 0);
 	fx_run_idle(&f);
-	CHECK(f.s.net.rule[0].hits == 1);
+	CHECK_EQ(f.s.net.rule[0].hits, 1);
 	CHECK(f.ns[A] == 4 && f.nr[B] == 4);
 	for (int i = 0; i < f.nr[B]; i++) {
 		CHECK(wc_is(&f.swc[A][i], (uint64_t)i, UROCE_WC_SUCCESS, UROCE_WC_SEND));
 		CHECK(wc_is(&f.rwc[B][i], 100 + (uint64_t)i, UROCE_WC_SUCCESS, UROCE_WC_RECV));
-		CHECK(!memcmp(f.m[B].buf + (size_t)i * 8192, f.m[A].buf + (size_t)i * 8192, 4000));
+		CHECK_MEM_EQ(f.m[B].buf + (size_t)i * 8192, f.m[A].buf + (size_t)i * 8192, 4000);
 	}
-	CHECK(cnt(&f, B, UROCE_CNT_OUT_OF_SEQ_REQUEST) >= 1);
-	CHECK(cnt(&f, B, UROCE_CNT_SENT_NAKS) == 1);
-	CHECK(cnt(&f, A, UROCE_CNT_RCVD_SEQ_ERR) == 1);
-	CHECK(cnt(&f, A, UROCE_CNT_RCVD_NAKS) == 1);
-	CHECK(cnt(&f, A, UROCE_CNT_RETRANSMITTED_PKTS) >= 1);
-	CHECK(cnt(&f, A, UROCE_CNT_LOCAL_ACK_TIMEOUT_ERR) == 0);
+	CHECK_GE(cnt(&f, B, UROCE_CNT_OUT_OF_SEQ_REQUEST), 1);
+	CHECK_EQ(cnt(&f, B, UROCE_CNT_SENT_NAKS), 1);
+	CHECK_EQ(cnt(&f, A, UROCE_CNT_RCVD_SEQ_ERR), 1);
+	CHECK_EQ(cnt(&f, A, UROCE_CNT_RCVD_NAKS), 1);
+	CHECK_GE(cnt(&f, A, UROCE_CNT_RETRANSMITTED_PKTS), 1);
+	CHECK_EQ(cnt(&f, A, UROCE_CNT_LOCAL_ACK_TIMEOUT_ERR), 0);
 	/* recovered well before a local ACK timeout (4.2 ms) */
 	if (f.ns[A] == 4)
 		CHECKF(f.st[A][3] < 1 * MS, "completed at %llu ns", (unsigned long long)f.st[A][3]);
@@ -1215,8 +1175,8 @@ static void test_lost_ack(void)
 
 	cur_test = "lost ACK: local ACK timeout";
 	fx_init(&f, UROCE_QPT_RC);
-	CHECK(sim_post_recv1(f.q[B].qp, 100, &f.m[B], 0, 8192) == 0);
-	CHECK(sim_post_recv1(f.q[B].qp, 101, &f.m[B], 8192, 8192) == 0);
+	CHECK_EQ(sim_post_recv1(f.q[B].qp, 100, &f.m[B], 0, 8192), 0);
+	CHECK_EQ(sim_post_recv1(f.q[B].qp, 101, &f.m[B], 8192, 8192), 0);
 	sim_rule_nth(&f.s.net, B, UROCE_OP_RC_ACK, 1, SIM_DROP);
 	uint64_t t0 = f.s.net.now;
 
@@ -1230,17 +1190,17 @@ static void test_lost_ack(void)
 		CHECKF(dt >= to && dt < to + to / 2, "completed after %llu ns, timeout %llu ns",
 		       (unsigned long long)dt, (unsigned long long)to);
 	}
-	CHECK(cnt(&f, A, UROCE_CNT_LOCAL_ACK_TIMEOUT_ERR) == 1);
-	CHECK(cnt(&f, A, UROCE_CNT_RETRANSMITTED_PKTS) == 1);
-	CHECK(cnt(&f, B, UROCE_CNT_DUPLICATE_REQUEST) == 1);
-	CHECK(cnt(&f, A, UROCE_CNT_RETRY_EXCEEDED_ERR) == 0);
+	CHECK_EQ(cnt(&f, A, UROCE_CNT_LOCAL_ACK_TIMEOUT_ERR), 1);
+	CHECK_EQ(cnt(&f, A, UROCE_CNT_RETRANSMITTED_PKTS), 1);
+	CHECK_EQ(cnt(&f, B, UROCE_CNT_DUPLICATE_REQUEST), 1);
+	CHECK_EQ(cnt(&f, A, UROCE_CNT_RETRY_EXCEEDED_ERR), 0);
 	/* a second message lands in the second receive */
 	CHECK(sim_post_send1(f.q[A].qp, 2, UROCE_WR_SEND, &f.m[A], 0, 500, UROCE_SEND_SIGNALED) ==
 	      0);
 	fx_run_idle(&f);
-	CHECK(f.nr[B] == 2);
+	CHECK_EQ(f.nr[B], 2);
 	if (f.nr[B] == 2)
-		CHECK(f.rwc[B][1].wr_id == 101);
+		CHECK_EQ(f.rwc[B][1].wr_id, 101);
 	fx_fini(&f);
 }
 
@@ -1264,7 +1224,7 @@ static void test_retry_exceeded(void)
 		CHECK(sim_post_send1(f.q[A].qp, (uint64_t)i, UROCE_WR_SEND, &f.m[A], 0, 100,
 				     UROCE_SEND_SIGNALED) == 0);
 	fx_run_idle(&f);
-	CHECK(f.ns[A] == 3);
+	CHECK_EQ(f.ns[A], 3);
 	if (f.ns[A] == 3) {
 		CHECK(wc_is(&f.swc[A][0], 0, UROCE_WC_RETRY_EXC_ERR, UROCE_WC_SEND));
 		CHECK(wc_is(&f.swc[A][1], 1, UROCE_WC_WR_FLUSH_ERR, UROCE_WC_SEND));
@@ -1274,13 +1234,13 @@ static void test_retry_exceeded(void)
 		CHECKF(dt >= 3 * to && dt < 4 * to, "failed after %llu ns, 3 timeouts = %llu",
 		       (unsigned long long)dt, (unsigned long long)(3 * to));
 	}
-	CHECK(uroce_qp_state(f.q[A].qp) == UROCE_QPS_ERR);
-	CHECK(cnt(&f, A, UROCE_CNT_RETRY_EXCEEDED_ERR) == 1);
-	CHECK(cnt(&f, A, UROCE_CNT_LOCAL_ACK_TIMEOUT_ERR) == 3);
+	CHECK_EQ(uroce_qp_state(f.q[A].qp), UROCE_QPS_ERR);
+	CHECK_EQ(cnt(&f, A, UROCE_CNT_RETRY_EXCEEDED_ERR), 1);
+	CHECK_EQ(cnt(&f, A, UROCE_CNT_LOCAL_ACK_TIMEOUT_ERR), 3);
 	CHECK(f.s.net.st[A][B].sent == 3 + 2 * 3 || f.s.net.st[A][B].sent == 3 * 3);
 	memset(&ev, 0, sizeof(ev));
 	sim_events_take(f.s.eng[A], &ev);
-	CHECK(ev.n[UROCE_EVENT_QP_FATAL] <= 1);
+	CHECK_LE(ev.n[UROCE_EVENT_QP_FATAL], 1);
 	fx_fini(&f);
 }
 
@@ -1307,22 +1267,22 @@ static void test_rnr(void)
 	CHECK(sim_post_send1(f.q[A].qp, 1, UROCE_WR_SEND, &f.m[A], 0, 3000, UROCE_SEND_SIGNALED) ==
 	      0);
 	fx_run(&f, 20 * wait + wait / 2);
-	CHECK(f.ns[A] == 0);
+	CHECK_EQ(f.ns[A], 0);
 	uint64_t naks = cnt(&f, B, UROCE_CNT_SEND_RNR_ERR);
 
 	CHECKF(naks >= 20 && naks <= 21, "%llu RNR NAKs in 20.5 RNR waits",
 	       (unsigned long long)naks);
-	CHECK(cnt(&f, A, UROCE_CNT_RCVD_RNR_ERR) == naks);
-	CHECK(uroce_qp_state(f.q[A].qp) == UROCE_QPS_RTS);
-	CHECK(uroce_qp_state(f.q[B].qp) == UROCE_QPS_RTS);
-	CHECK(cnt(&f, A, UROCE_CNT_RNR_RETRY_EXCEEDED_ERR) == 0);
-	CHECK(sim_post_recv1(f.q[B].qp, 100, &f.m[B], 0, 4096) == 0);
+	CHECK_EQ(cnt(&f, A, UROCE_CNT_RCVD_RNR_ERR), naks);
+	CHECK_EQ(uroce_qp_state(f.q[A].qp), UROCE_QPS_RTS);
+	CHECK_EQ(uroce_qp_state(f.q[B].qp), UROCE_QPS_RTS);
+	CHECK_EQ(cnt(&f, A, UROCE_CNT_RNR_RETRY_EXCEEDED_ERR), 0);
+	CHECK_EQ(sim_post_recv1(f.q[B].qp, 100, &f.m[B], 0, 4096), 0);
 	fx_run_idle(&f);
 	CHECK(f.ns[A] == 1 && f.nr[B] == 1);
 	if (f.ns[A] == 1)
 		CHECK(wc_is(&f.swc[A][0], 1, UROCE_WC_SUCCESS, UROCE_WC_SEND));
-	CHECK(!memcmp(f.m[B].buf, f.m[A].buf, 3000));
-	CHECK(cnt(&f, A, UROCE_CNT_LOCAL_ACK_TIMEOUT_ERR) == 0);
+	CHECK_MEM_EQ(f.m[B].buf, f.m[A].buf, 3000);
+	CHECK_EQ(cnt(&f, A, UROCE_CNT_LOCAL_ACK_TIMEOUT_ERR), 0);
 	fx_fini(&f);
 
 	/* rnr_retry 2: three RNR NAKs, then RNR_RETRY_EXC_ERR */
@@ -1338,16 +1298,16 @@ static void test_rnr(void)
 	CHECK(sim_post_send1(f.q[A].qp, 2, UROCE_WR_SEND, &f.m[A], 0, 10, UROCE_SEND_SIGNALED) ==
 	      0);
 	fx_run_idle(&f);
-	CHECK(f.ns[A] == 2);
+	CHECK_EQ(f.ns[A], 2);
 	if (f.ns[A] == 2) {
 		CHECK(wc_is(&f.swc[A][0], 1, UROCE_WC_RNR_RETRY_EXC_ERR, UROCE_WC_SEND));
 		CHECK(wc_is(&f.swc[A][1], 2, UROCE_WC_WR_FLUSH_ERR, UROCE_WC_SEND));
 		CHECKF(f.st[A][0] - t0 >= 2 * 20 * US, "RNR failure after %llu ns",
 		       (unsigned long long)(f.st[A][0] - t0));
 	}
-	CHECK(cnt(&f, B, UROCE_CNT_SEND_RNR_ERR) >= 3);
-	CHECK(cnt(&f, A, UROCE_CNT_RNR_RETRY_EXCEEDED_ERR) == 1);
-	CHECK(uroce_qp_state(f.q[A].qp) == UROCE_QPS_ERR);
+	CHECK_GE(cnt(&f, B, UROCE_CNT_SEND_RNR_ERR), 3);
+	CHECK_EQ(cnt(&f, A, UROCE_CNT_RNR_RETRY_EXCEEDED_ERR), 1);
+	CHECK_EQ(uroce_qp_state(f.q[A].qp), UROCE_QPS_ERR);
 	fx_fini(&f);
 }
 
@@ -1358,14 +1318,14 @@ static void test_dup_request(void)
 
 	cur_test = "duplicate request";
 	fx_init(&f, UROCE_QPT_RC);
-	CHECK(sim_post_recv1(f.q[B].qp, 100, &f.m[B], 0, 8192) == 0);
-	CHECK(sim_post_recv1(f.q[B].qp, 101, &f.m[B], 8192, 8192) == 0);
+	CHECK_EQ(sim_post_recv1(f.q[B].qp, 100, &f.m[B], 0, 8192), 0);
+	CHECK_EQ(sim_post_recv1(f.q[B].qp, 101, &f.m[B], 8192, 8192), 0);
 	sim_rule_nth(&f.s.net, A, UROCE_OP_RC_SEND_ONLY, 1, SIM_DUP);
 	CHECK(sim_post_send1(f.q[A].qp, 1, UROCE_WR_SEND, &f.m[A], 0, 700, UROCE_SEND_SIGNALED) ==
 	      0);
 	fx_run_idle(&f);
 	CHECK(f.ns[A] == 1 && f.nr[B] == 1);
-	CHECK(cnt(&f, B, UROCE_CNT_DUPLICATE_REQUEST) == 1);
+	CHECK_EQ(cnt(&f, B, UROCE_CNT_DUPLICATE_REQUEST), 1);
 	/* a multi-packet send duplicated in the middle */
 	sim_rule_nth(&f.s.net, A, UROCE_OP_RC_SEND_MIDDLE, 1, SIM_DUP);
 	CHECK(sim_post_send1(f.q[A].qp, 2, UROCE_WR_SEND, &f.m[A], 0, 5000, UROCE_SEND_SIGNALED) ==
@@ -1375,15 +1335,15 @@ static void test_dup_request(void)
 	if (f.nr[B] == 2)
 		CHECK(wc_is(&f.rwc[B][1], 101, UROCE_WC_SUCCESS, UROCE_WC_RECV) &&
 		      f.rwc[B][1].byte_len == 5000);
-	CHECK(!memcmp(f.m[B].buf + 8192, f.m[A].buf, 5000));
-	CHECK(cnt(&f, B, UROCE_CNT_DUPLICATE_REQUEST) == 2);
+	CHECK_MEM_EQ(f.m[B].buf + 8192, f.m[A].buf, 5000);
+	CHECK_EQ(cnt(&f, B, UROCE_CNT_DUPLICATE_REQUEST), 2);
 	/* a duplicated WRITE writes the same bytes again: harmless, no extra completion */
 	sim_rule_nth(&f.s.net, A, UROCE_OP_RC_WRITE_ONLY, 1, SIM_DUP);
 	CHECK(sim_post_write(f.q[A].qp, 3, UROCE_WR_RDMA_WRITE, &f.m[A], 0, 100,
 			     simmr_va(&f.m[B], 20000), f.m[B].rkey, UROCE_SEND_SIGNALED, 0) == 0);
 	fx_run_idle(&f);
 	CHECK(f.ns[A] == 3 && f.nr[B] == 2);
-	CHECK(cnt(&f, B, UROCE_CNT_DUPLICATE_REQUEST) == 3);
+	CHECK_EQ(cnt(&f, B, UROCE_CNT_DUPLICATE_REQUEST), 3);
 	fx_fini(&f);
 }
 
@@ -1399,11 +1359,11 @@ static void test_lost_read_response(void)
 	CHECK(sim_post_write(f.q[A].qp, 1, UROCE_WR_RDMA_READ, &f.m[A], 0, 5000,
 			     simmr_va(&f.m[B], 7), f.m[B].rkey, UROCE_SEND_SIGNALED, 0) == 0);
 	fx_run_idle(&f);
-	CHECK(f.ns[A] == 1);
+	CHECK_EQ(f.ns[A], 1);
 	if (f.ns[A] == 1)
 		CHECK(wc_is(&f.swc[A][0], 1, UROCE_WC_SUCCESS, UROCE_WC_RDMA_READ));
-	CHECK(!memcmp(f.m[A].buf, f.m[B].buf + 7, 5000));
-	CHECK(cnt(&f, B, UROCE_CNT_READ_REPLAYED) >= 1);
+	CHECK_MEM_EQ(f.m[A].buf, f.m[B].buf + 7, 5000);
+	CHECK_GE(cnt(&f, B, UROCE_CNT_READ_REPLAYED), 1);
 	/* the last response lost: only the timeout notices */
 	sim_rules_clear(&f.s.net);
 	sim_rule_nth(&f.s.net, B, UROCE_OP_RC_READ_RESP_LAST, 1, SIM_DROP);
@@ -1412,19 +1372,19 @@ static void test_lost_read_response(void)
 	CHECK(sim_post_write(f.q[A].qp, 2, UROCE_WR_RDMA_READ, &f.m[A], 10000, 3000,
 			     simmr_va(&f.m[B], 20000), f.m[B].rkey, UROCE_SEND_SIGNALED, 0) == 0);
 	fx_run_idle(&f);
-	CHECK(f.ns[A] == 2);
-	CHECK(!memcmp(f.m[A].buf + 10000, f.m[B].buf + 20000, 3000));
-	CHECK(cnt(&f, B, UROCE_CNT_READ_REPLAYED) == rr + 1);
-	CHECK(cnt(&f, A, UROCE_CNT_LOCAL_ACK_TIMEOUT_ERR) == 1);
+	CHECK_EQ(f.ns[A], 2);
+	CHECK_MEM_EQ(f.m[A].buf + 10000, f.m[B].buf + 20000, 3000);
+	CHECK_EQ(cnt(&f, B, UROCE_CNT_READ_REPLAYED), rr + 1);
+	CHECK_EQ(cnt(&f, A, UROCE_CNT_LOCAL_ACK_TIMEOUT_ERR), 1);
 	/* a lost single-packet read response */
 	sim_rules_clear(&f.s.net);
 	sim_rule_nth(&f.s.net, B, UROCE_OP_RC_READ_RESP_ONLY, 1, SIM_DROP);
 	CHECK(sim_post_write(f.q[A].qp, 3, UROCE_WR_RDMA_READ, &f.m[A], 30000, 100,
 			     simmr_va(&f.m[B], 40000), f.m[B].rkey, UROCE_SEND_SIGNALED, 0) == 0);
 	fx_run_idle(&f);
-	CHECK(f.ns[A] == 3);
-	CHECK(!memcmp(f.m[A].buf + 30000, f.m[B].buf + 40000, 100));
-	CHECK(cnt(&f, B, UROCE_CNT_READ_REPLAYED) == rr + 2);
+	CHECK_EQ(f.ns[A], 3);
+	CHECK_MEM_EQ(f.m[A].buf + 30000, f.m[B].buf + 40000, 100);
+	CHECK_EQ(cnt(&f, B, UROCE_CNT_READ_REPLAYED), rr + 2);
 	fx_fini(&f);
 }
 
@@ -1454,14 +1414,14 @@ static void test_read_implied_nak(void)
 				     simmr_va(&f.m[B], 10000 + (size_t)i * 100), f.m[B].rkey,
 				     UROCE_SEND_SIGNALED, 0) == 0);
 	fx_run_idle(&f);
-	CHECK(f.ns[A] == 11);
+	CHECK_EQ(f.ns[A], 11);
 	for (int i = 0; i < f.ns[A]; i++)
-		CHECK(f.swc[A][i].status == UROCE_WC_SUCCESS);
-	CHECK(!memcmp(f.m[A].buf, f.m[B].buf, 500));
-	CHECK(!memcmp(f.m[B].buf + 10000, f.m[A].buf + 1000, 1000));
+		CHECK_EQ(f.swc[A][i].status, UROCE_WC_SUCCESS);
+	CHECK_MEM_EQ(f.m[A].buf, f.m[B].buf, 500);
+	CHECK_MEM_EQ(f.m[B].buf + 10000, f.m[A].buf + 1000, 1000);
 	CHECKF(f.s.net.st[A][B].sent <= 2 * 11 + 2, "%llu request packets for 11 WRs and one loss",
 	       (unsigned long long)f.s.net.st[A][B].sent);
-	CHECK(cnt(&f, B, UROCE_CNT_READ_REPLAYED) == 1);
+	CHECK_EQ(cnt(&f, B, UROCE_CNT_READ_REPLAYED), 1);
 	fx_fini(&f);
 }
 
@@ -1489,11 +1449,11 @@ static void test_atomic_replay(void)
 			      simmr_va(&f.m[B], 8192), f.m[B].rkey, 7, 0,
 			      UROCE_SEND_SIGNALED) == 0);
 	fx_run_idle(&f);
-	CHECK(f.ns[A] == 1);
-	CHECK(*rem == 17);
-	CHECK(loc[0] == 10);
-	CHECK(cnt(&f, B, UROCE_CNT_ATOMIC_REPLAYED) == 1);
-	CHECK(cnt(&f, B, UROCE_CNT_DUPLICATE_REQUEST) == 1);
+	CHECK_EQ(f.ns[A], 1);
+	CHECK_EQ(*rem, 17);
+	CHECK_EQ(loc[0], 10);
+	CHECK_EQ(cnt(&f, B, UROCE_CNT_ATOMIC_REPLAYED), 1);
+	CHECK_EQ(cnt(&f, B, UROCE_CNT_DUPLICATE_REQUEST), 1);
 	/* lost ATOMIC_ACK: timeout, resend, replay from the saved original value */
 	sim_rules_clear(&f.s.net);
 	sim_rule_nth(&f.s.net, B, UROCE_OP_RC_ATOMIC_ACK, 1, SIM_DROP);
@@ -1501,11 +1461,11 @@ static void test_atomic_replay(void)
 			      simmr_va(&f.m[B], 8192), f.m[B].rkey, 100, 0,
 			      UROCE_SEND_SIGNALED) == 0);
 	fx_run_idle(&f);
-	CHECK(f.ns[A] == 2);
-	CHECK(*rem == 117);
-	CHECK(loc[1] == 17);
-	CHECK(cnt(&f, B, UROCE_CNT_ATOMIC_REPLAYED) == 2);
-	CHECK(cnt(&f, A, UROCE_CNT_LOCAL_ACK_TIMEOUT_ERR) == 1);
+	CHECK_EQ(f.ns[A], 2);
+	CHECK_EQ(*rem, 117);
+	CHECK_EQ(loc[1], 17);
+	CHECK_EQ(cnt(&f, B, UROCE_CNT_ATOMIC_REPLAYED), 2);
+	CHECK_EQ(cnt(&f, A, UROCE_CNT_LOCAL_ACK_TIMEOUT_ERR), 1);
 	/* CMP_SWAP duplicated: swapped once, the replay returns the original */
 	sim_rules_clear(&f.s.net);
 	sim_rule_nth(&f.s.net, A, UROCE_OP_RC_CMP_SWAP, 1, SIM_DUP);
@@ -1516,10 +1476,10 @@ static void test_atomic_replay(void)
 			      simmr_va(&f.m[B], 8192), f.m[B].rkey, 117, 6,
 			      UROCE_SEND_SIGNALED) == 0);
 	fx_run_idle(&f);
-	CHECK(f.ns[A] == 4);
-	CHECK(*rem == 5);
+	CHECK_EQ(f.ns[A], 4);
+	CHECK_EQ(*rem, 5);
 	CHECK(loc[2] == 117 && loc[3] == 5);
-	CHECK(cnt(&f, B, UROCE_CNT_ATOMIC_REPLAYED) == 3);
+	CHECK_EQ(cnt(&f, B, UROCE_CNT_ATOMIC_REPLAYED), 3);
 	/* two atomics in flight, the first one's ATOMIC_ACK lost: the second one's response does
 	 * not complete the first (it carries no result for it): the first is replayed */
 	sim_rules_clear(&f.s.net);
@@ -1534,14 +1494,14 @@ static void test_atomic_replay(void)
 			      simmr_va(&f.m[B], 8208), f.m[B].rkey, 20, 0,
 			      UROCE_SEND_SIGNALED) == 0);
 	fx_run_idle(&f);
-	CHECK(f.ns[A] == 6);
+	CHECK_EQ(f.ns[A], 6);
 	for (int i = 4; i < f.ns[A]; i++)
 		CHECK(wc_is(&f.swc[A][i], 1 + (uint64_t)i, UROCE_WC_SUCCESS, UROCE_WC_FETCH_ADD));
 	CHECKF(rem[1] == 11 && rem[2] == 22, "remote %llu %llu", (unsigned long long)rem[1],
 	       (unsigned long long)rem[2]);
 	CHECKF(loc[4] == 1 && loc[5] == 2, "results %llu %llu", (unsigned long long)loc[4],
 	       (unsigned long long)loc[5]);
-	CHECK(cnt(&f, B, UROCE_CNT_ATOMIC_REPLAYED) >= 4); /* go-back-N replays both */
+	CHECK_GE(cnt(&f, B, UROCE_CNT_ATOMIC_REPLAYED), 4); /* go-back-N replays both */
 	fx_fini(&f);
 }
 
@@ -1611,8 +1571,8 @@ static void test_access_errors(void)
 		       cur_test, uroce_qp_state(f.q[A].qp));
 		CHECKF(uroce_qp_state(f.q[B].qp) == UROCE_QPS_ERR, "%s: responder state %d",
 		       cur_test, uroce_qp_state(f.q[B].qp));
-		CHECK(cnt(&f, B, UROCE_CNT_REM_ACCESS_ERR_SENT) == 1);
-		CHECK(cnt(&f, A, UROCE_CNT_RCVD_NAKS) == 1);
+		CHECK_EQ(cnt(&f, B, UROCE_CNT_REM_ACCESS_ERR_SENT), 1);
+		CHECK_EQ(cnt(&f, A, UROCE_CNT_RCVD_NAKS), 1);
 		memset(&ev, 0, sizeof(ev));
 		sim_events_take(f.s.eng[B], &ev);
 		CHECKF(ev.n[UROCE_EVENT_QP_ACCESS_ERR] == 1, "%s: responder access error events %d",
@@ -1634,7 +1594,7 @@ static void test_bad_packets(void)
 	cur_test = "wrong opcode class, no QP, bad P_Key";
 	fx_init(&f, UROCE_QPT_RC);
 	sim_av(&f.s.net, A, B, &av);
-	CHECK(sim_post_recv1(f.q[B].qp, 100, &f.m[B], 0, 100) == 0);
+	CHECK_EQ(sim_post_recv1(f.q[B].qp, 100, &f.m[B], 0, 100), 0);
 	struct {
 		uint8_t op;
 		uint32_t qpn;
@@ -1663,7 +1623,7 @@ static void test_bad_packets(void)
 		t.deth.src_qp = uroce_qp_num(f.q[A].qp);
 		t.payload_len = 16;
 		hl = uroce_tpkt_hdr_encode(hdr, sizeof(hdr), &t);
-		CHECK(hl > 0);
+		CHECK_GT(hl, 0);
 		CHECK(sim_send(&f.s.net, A, &av, hdr, (uint32_t)hl, pl, 16, 0,
 			       uroce_qp_num(f.q[A].qp), t.bth.dqpn) == 0);
 		fx_run_idle(&f);
@@ -1673,15 +1633,15 @@ static void test_bad_packets(void)
 					      : cases[i].rc == -EBADMSG ? 1
 									: 2] == rej + 1,
 		       "case %zu: uroce_eng_rx result", i);
-		CHECK(f.nr[B] == 0);
-		CHECK(uroce_qp_state(f.q[B].qp) == UROCE_QPS_RTS);
+		CHECK_EQ(f.nr[B], 0);
+		CHECK_EQ(uroce_qp_state(f.q[B].qp), UROCE_QPS_RTS);
 	}
 	/* the QP still works, from the PSN it expected */
 	CHECK(sim_post_send1(f.q[A].qp, 1, UROCE_WR_SEND, &f.m[A], 0, 50, UROCE_SEND_SIGNALED) ==
 	      0);
 	fx_run_idle(&f);
 	CHECK(f.ns[A] == 1 && f.nr[B] == 1);
-	CHECK(cnt(&f, B, UROCE_CNT_DUPLICATE_REQUEST) == 0);
+	CHECK_EQ(cnt(&f, B, UROCE_CNT_DUPLICATE_REQUEST), 0);
 	fx_fini(&f);
 }
 
@@ -1703,12 +1663,12 @@ static void test_lost_in_long_message(void)
 	CHECK(sim_post_write(f.q[A].qp, 1, UROCE_WR_RDMA_WRITE, &f.m[A], 0, 200 * 1024,
 			     simmr_va(&f.m[B], 0), f.m[B].rkey, UROCE_SEND_SIGNALED, 0) == 0);
 	fx_run_idle(&f);
-	CHECK(f.ns[A] == 1);
-	CHECK(!memcmp(f.m[B].buf, f.m[A].buf, 200 * 1024));
-	CHECK(cnt(&f, B, UROCE_CNT_SENT_NAKS) == 1);
+	CHECK_EQ(f.ns[A], 1);
+	CHECK_MEM_EQ(f.m[B].buf, f.m[A].buf, 200 * 1024);
+	CHECK_EQ(cnt(&f, B, UROCE_CNT_SENT_NAKS), 1);
 	CHECKF(f.s.net.st[A][B].sent <= 200 + 100 + 2, "%llu packets for a 200-packet message",
 	       (unsigned long long)f.s.net.st[A][B].sent);
-	CHECK(cnt(&f, A, UROCE_CNT_LOCAL_ACK_TIMEOUT_ERR) == 0);
+	CHECK_EQ(cnt(&f, A, UROCE_CNT_LOCAL_ACK_TIMEOUT_ERR), 0);
 	fx_fini(&f);
 }
 
@@ -1725,10 +1685,10 @@ static void test_window(void)
 				     (size_t)i * 1000, 5000, simmr_va(&f.m[B], (size_t)i * 1000),
 				     f.m[B].rkey, UROCE_SEND_SIGNALED, 0) == 0);
 	fx_run_idle(&f);
-	CHECK(f.ns[A] == 200);
+	CHECK_EQ(f.ns[A], 200);
 	for (int i = 0; i < f.ns[A]; i++)
 		CHECK(f.swc[A][i].wr_id == (uint64_t)i && f.swc[A][i].status == UROCE_WC_SUCCESS);
-	CHECK(!memcmp(f.m[B].buf, f.m[A].buf, 199 * 1000 + 5000));
+	CHECK_MEM_EQ(f.m[B].buf, f.m[A].buf, 199 * 1000 + 5000);
 	fx_fini(&f);
 }
 

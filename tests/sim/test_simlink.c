@@ -79,9 +79,9 @@ static int send_one(struct sim_net *n, int a, int b, uint8_t op, uint32_t psn, u
 
 static void setup(struct sim_net *n, uint64_t seed)
 {
-	CHECK(sim_net_init(n, seed, 4096, 2000) == 0);
-	CHECK(sim_node_add(n, NULL, 1) == 0);
-	CHECK(sim_node_add(n, NULL, 1) == 1);
+	CHECK_EQ(sim_net_init(n, seed, 4096, 2000), 0);
+	CHECK_EQ(sim_node_add(n, NULL, 1), 0);
+	CHECK_EQ(sim_node_add(n, NULL, 1), 1);
 	n->node[0].rx_hook = hook;
 	n->node[1].rx_hook = hook;
 	cur = n;
@@ -97,31 +97,31 @@ static void test_framing(void)
 
 	setup(&n, 1);
 	n.now = 5000;
-	CHECK(send_one(&n, 0, 1, UROCE_OP_UD_SEND_ONLY, 77, 13) == 0);
-	CHECK(sim_in_flight(&n) == 1);
-	CHECK(sim_run(&n, 1000000) == SIM_QUIESCENT);
-	CHECK(nrec == 1);
-	CHECK(recs[0].at == 6000); /* default delay 1 us */
-	CHECK(recs[0].node == 1);
-	CHECK(recs[0].len == 12 + 8 + 13 + 3 + 4);
-	CHECK(uroce_tpkt_decode(&t, recs[0].data, recs[0].len, &err) == 0);
+	CHECK_EQ(send_one(&n, 0, 1, UROCE_OP_UD_SEND_ONLY, 77, 13), 0);
+	CHECK_EQ(sim_in_flight(&n), 1);
+	CHECK_EQ(sim_run(&n, 1000000), SIM_QUIESCENT);
+	CHECK_EQ(nrec, 1);
+	CHECK_EQ(recs[0].at, 6000); /* default delay 1 us */
+	CHECK_EQ(recs[0].node, 1);
+	CHECK_EQ(recs[0].len, 12 + 8 + 13 + 3 + 4);
+	CHECK_EQ(uroce_tpkt_decode(&t, recs[0].data, recs[0].len, &err), 0);
 	CHECK(t.bth.opcode == UROCE_OP_UD_SEND_ONLY && t.bth.psn == 77 && t.payload_len == 13);
 	CHECK(t.deth.qkey == 0x11111111 && t.deth.src_qp == 0x34);
 	for (int i = 0; i < 13; i++)
-		CHECK(t.payload[i] == (uint8_t)(77 + i));
+		CHECK_EQ(t.payload[i], (uint8_t)(77 + i));
 	/* GRH slot: 20 bytes then an IPv4 header with a valid checksum. */
-	CHECK(recs[0].grh[20] == 0x45);
-	CHECK(uroce_ipv4_csum(recs[0].grh + 20) == uroce_get_be16(recs[0].grh + 30));
-	CHECK(recs[0].grh[29] == 17);
-	CHECK(uroce_get_be16(recs[0].grh + 22) == 20 + 8 + recs[0].len);
-	CHECK(uroce_get_be16(recs[0].grh + 26) == 0x4000);
+	CHECK_EQ(recs[0].grh[20], 0x45);
+	CHECK_EQ(uroce_ipv4_csum(recs[0].grh + 20), uroce_get_be16(recs[0].grh + 30));
+	CHECK_EQ(recs[0].grh[29], 17);
+	CHECK_EQ(uroce_get_be16(recs[0].grh + 22), 20 + 8 + recs[0].len);
+	CHECK_EQ(uroce_get_be16(recs[0].grh + 26), 0x4000);
 	sim_node_gid(&n, 0, gid);
-	CHECK(memcmp(recs[0].sgid, gid, 16) == 0);
+	CHECK_MEM_EQ(recs[0].sgid, gid, 16);
 	CHECK(gid[10] == 0xFF && gid[11] == 0xFF && gid[12] == 198 && gid[13] == 18 && gid[15] == 1);
-	CHECK(!memcmp(recs[0].grh + 32, gid + 12, 4)); /* IPv4 source */
+	CHECK_MEM_EQ(recs[0].grh + 32, gid + 12, 4); /* IPv4 source */
 	sim_node_gid(&n, 1, gid);
-	CHECK(memcmp(recs[0].dgid, gid, 16) == 0);
-	CHECK(recs[0].sgid_index == 1);
+	CHECK_MEM_EQ(recs[0].dgid, gid, 16);
+	CHECK_EQ(recs[0].sgid_index, 1);
 	CHECK(n.st[0][1].sent == 1 && n.st[0][1].delivered == 1 && n.st[0][1].icrc_drops == 0);
 	sim_net_free(&n);
 }
@@ -137,13 +137,13 @@ static void test_timing_mtu(void)
 	c.bandwidth_bps = 8000000000ull; /* 1 byte per ns */
 	c.mtu = 1024 + 20 + 8 + 12 + 4;
 	sim_link_set_all(&n, &c);
-	CHECK(send_one(&n, 0, 1, UROCE_OP_RC_SEND_ONLY, 1, 1024) == 0);
-	CHECK(send_one(&n, 0, 1, UROCE_OP_RC_SEND_ONLY, 2, 1024) == 0);
-	CHECK(send_one(&n, 0, 1, UROCE_OP_RC_SEND_ONLY, 3, 1025) == 0); /* too big */
-	CHECK(send_one(&n, 1, 0, UROCE_OP_RC_SEND_ONLY, 4, 0) == 0);	/* other direction */
-	CHECK(sim_run(&n, UINT64_MAX - 1) == SIM_QUIESCENT);
-	CHECK(nrec == 3);
-	CHECK(n.st[0][1].mtu_drops == 1);
+	CHECK_EQ(send_one(&n, 0, 1, UROCE_OP_RC_SEND_ONLY, 1, 1024), 0);
+	CHECK_EQ(send_one(&n, 0, 1, UROCE_OP_RC_SEND_ONLY, 2, 1024), 0);
+	CHECK_EQ(send_one(&n, 0, 1, UROCE_OP_RC_SEND_ONLY, 3, 1025), 0); /* too big */
+	CHECK_EQ(send_one(&n, 1, 0, UROCE_OP_RC_SEND_ONLY, 4, 0), 0);	/* other direction */
+	CHECK_EQ(sim_run(&n, UINT64_MAX - 1), SIM_QUIESCENT);
+	CHECK_EQ(nrec, 3);
+	CHECK_EQ(n.st[0][1].mtu_drops, 1);
 	/* 0->1: frame of 14 + 20 + 8 + 12 + 1024 + 4 = 1082 bytes, serialised one after another */
 	CHECK(recs[0].node == 0 && recs[0].at == 10000 + 14 + 20 + 8 + 12 + 4);
 	CHECK(recs[1].psn == 1 && recs[1].at == 1082 + 10000);
@@ -165,24 +165,24 @@ static void test_loss_dup_reorder(void)
 	c.reorder_max_ns = 5000;
 	sim_link_set_all(&n, &c);
 	for (uint32_t i = 0; i < 2000; i++) {
-		CHECK(send_one(&n, 0, 1, UROCE_OP_RC_SEND_ONLY, i, i % 64) == 0);
+		CHECK_EQ(send_one(&n, 0, 1, UROCE_OP_RC_SEND_ONLY, i, i % 64), 0);
 		n.now += 100;
 		sim_run(&n, n.now);
 	}
-	CHECK(sim_run(&n, UINT64_MAX - 1) == SIM_QUIESCENT);
+	CHECK_EQ(sim_run(&n, UINT64_MAX - 1), SIM_QUIESCENT);
 	struct sim_link_stats *s = &n.st[0][1];
-	CHECK(s->sent == 2000);
+	CHECK_EQ(s->sent, 2000);
 	CHECK(s->lost > 120 && s->lost < 280);
 	CHECK(s->duplicated > 120 && s->duplicated < 280);
 	CHECK(s->reordered > 300 && s->reordered < 500);
-	CHECK(s->delivered == s->sent - s->lost + s->duplicated);
-	CHECK((uint64_t)nrec == s->delivered);
+	CHECK_EQ(s->delivered, s->sent - s->lost + s->duplicated);
+	CHECK_EQ((uint64_t)nrec, s->delivered);
 	for (int i = 1; i < nrec; i++) {
-		CHECK(recs[i].at >= recs[i - 1].at);
+		CHECK_GE(recs[i].at, recs[i - 1].at);
 		if (recs[i].psn < recs[i - 1].psn)
 			reordered++;
 	}
-	CHECK(reordered > 50);
+	CHECK_GT(reordered, 50);
 	sim_net_free(&n);
 }
 
@@ -201,22 +201,22 @@ static void test_corruption(void)
 	sim_link_set_all(&n, &c);
 	for (uint32_t i = 0; i < 3000; i++)
 		send_one(&n, 0, 1, UROCE_OP_RC_SEND_ONLY, i, i % 300);
-	CHECK(sim_run(&n, UINT64_MAX - 1) == SIM_QUIESCENT);
+	CHECK_EQ(sim_run(&n, UINT64_MAX - 1), SIM_QUIESCENT);
 	s = &n.st[0][1];
-	CHECK(s->corrupted == 3000);
-	CHECK(s->corrupt_covered >= 2500);
-	CHECK(s->icrc_drops >= s->corrupt_covered); /* every covered flip fails the ICRC */
-	CHECK(s->icrc_drops + s->hdr_drops + s->corrupt_accepted == 3000);
-	CHECK(s->delivered == s->corrupt_accepted);
-	CHECK(s->corrupt_accepted < 100);
+	CHECK_EQ(s->corrupted, 3000);
+	CHECK_GE(s->corrupt_covered, 2500);
+	CHECK_GE(s->icrc_drops, s->corrupt_covered); /* every covered flip fails the ICRC */
+	CHECK_EQ(s->icrc_drops + s->hdr_drops + s->corrupt_accepted, 3000);
+	CHECK_EQ(s->delivered, s->corrupt_accepted);
+	CHECK_LT(s->corrupt_accepted, 100);
 	for (int i = 0; i < nrec; i++) {
 		/* what got through is byte-exact apart from BTH byte 4 */
 		struct uroce_tpkt t;
 		const char *err;
 
-		CHECK(uroce_tpkt_decode(&t, recs[i].data, recs[i].len, &err) == 0);
+		CHECK_EQ(uroce_tpkt_decode(&t, recs[i].data, recs[i].len, &err), 0);
 		for (uint32_t j = 0; j < t.payload_len; j++)
-			CHECK(t.payload[j] == (uint8_t)(t.bth.psn + j));
+			CHECK_EQ(t.payload[j], (uint8_t)(t.bth.psn + j));
 	}
 	sim_net_free(&n);
 
@@ -227,10 +227,10 @@ static void test_corruption(void)
 	sim_rule_add(&n, &r);
 	for (uint32_t i = 0; i < 500; i++)
 		send_one(&n, 0, 1, UROCE_OP_RC_SEND_ONLY, i, i);
-	CHECK(sim_run(&n, UINT64_MAX - 1) == SIM_QUIESCENT);
+	CHECK_EQ(sim_run(&n, UINT64_MAX - 1), SIM_QUIESCENT);
 	s = &n.st[0][1];
 	CHECK(s->corrupted == 500 && s->corrupt_covered == 500 && s->icrc_drops == 500);
-	CHECK(nrec == 0);
+	CHECK_EQ(nrec, 0);
 	sim_net_free(&n);
 }
 
@@ -239,8 +239,8 @@ static void test_rules(void)
 	struct sim_net n;
 
 	setup(&n, 6);
-	CHECK(sim_rule_nth(&n, 0, UROCE_OP_RC_SEND_ONLY, 3, SIM_DROP) == 0);
-	CHECK(sim_rule_nth(&n, 0, UROCE_OP_RC_SEND_ONLY, 5, SIM_DUP) == 1);
+	CHECK_EQ(sim_rule_nth(&n, 0, UROCE_OP_RC_SEND_ONLY, 3, SIM_DROP), 0);
+	CHECK_EQ(sim_rule_nth(&n, 0, UROCE_OP_RC_SEND_ONLY, 5, SIM_DUP), 1);
 	struct sim_rule r = {.src = -1,
 			     .dst = -1,
 			     .opcode = UROCE_OP_RC_ACK,
@@ -248,14 +248,14 @@ static void test_rules(void)
 			     .count = 2,
 			     .verdict = SIM_DELAY,
 			     .delay_ns = 50000};
-	CHECK(sim_rule_add(&n, &r) == 2);
+	CHECK_EQ(sim_rule_add(&n, &r), 2);
 	for (uint32_t i = 1; i <= 6; i++)
 		send_one(&n, 0, 1, UROCE_OP_RC_SEND_ONLY, i, 4);
-	CHECK(sim_run(&n, UINT64_MAX - 1) == SIM_QUIESCENT);
-	CHECK(nrec == 6);
+	CHECK_EQ(sim_run(&n, UINT64_MAX - 1), SIM_QUIESCENT);
+	CHECK_EQ(nrec, 6);
 	uint32_t want[] = {1, 2, 4, 5, 5, 6};
 	for (int i = 0; i < 6 && i < nrec; i++)
-		CHECK(recs[i].psn == want[i]);
+		CHECK_EQ(recs[i].psn, want[i]);
 	CHECK(n.rule[0].hits == 1 && n.rule[1].hits == 1 && n.rule[0].seen == 6);
 	CHECK(n.st[0][1].filtered == 1 && n.st[0][1].duplicated == 1);
 	sim_net_free(&n);
@@ -290,8 +290,8 @@ static uint64_t run_trace(uint64_t seed)
 
 static void test_determinism(void)
 {
-	CHECK(run_trace(42) == run_trace(42));
-	CHECK(run_trace(42) != run_trace(43));
+	CHECK_EQ(run_trace(42), run_trace(42));
+	CHECK_NE(run_trace(42), run_trace(43));
 }
 
 static void test_rng(void)

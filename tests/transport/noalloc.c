@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../check.h"
+#include "../wr.h"
 #include "transport/engine.h"
 
 void *__real_malloc(size_t n);
@@ -84,14 +85,14 @@ static void setup(struct node *n, int i)
 	struct uroce_eng_cfg cfg;
 
 	uroce_eng_cfg_default(&cfg);
-	CHECK(uroce_eng_create(&n->e, &cfg) == 0);
-	CHECK(uroce_pd_alloc(n->e, &n->pd) == 0);
-	CHECK(uroce_cq_create(n->e, 64, NULL, &n->cq) == 0);
-	CHECK(uroce_mr_reg(n->pd, mem[i], sizeof(mem[i]), 0, 15, &n->mr) == 0);
+	CHECK_EQ(uroce_eng_create(&n->e, &cfg), 0);
+	CHECK_EQ(uroce_pd_alloc(n->e, &n->pd), 0);
+	CHECK_EQ(uroce_cq_create(n->e, 64, NULL, &n->cq), 0);
+	CHECK_EQ(uroce_mr_reg(n->pd, mem[i], sizeof(mem[i]), 0, 15, &n->mr), 0);
 	struct uroce_qp_init init = { .type = UROCE_QPT_RC, .send_cq = n->cq, .recv_cq = n->cq,
 				      .cap = { 16, 16, 2, 2, 0 } };
 
-	CHECK(uroce_qp_create(n->pd, &init, &n->qp) == 0);
+	CHECK_EQ(uroce_qp_create(n->pd, &init, &n->qp), 0);
 	memset(n->gid, 0, 16);
 	n->gid[15] = (uint8_t)(i + 1);
 }
@@ -134,11 +135,11 @@ int main(void)
 	connect(&b, &a);
 
 	/* Two SGEs so that packets span them (the bounce path) and MTU 256 so messages segment. */
-	struct uroce_sge sge[2] = { { 0, 700, uroce_mr_lkey(a.mr) },
-				    { 4096, 300, uroce_mr_lkey(a.mr) } };
-	struct uroce_sge rsge = { 0, 4096, uroce_mr_lkey(b.mr) };
-	struct uroce_recv_wr rwr = { .sg_list = &rsge, .num_sge = 1 }, *rbad;
-	struct uroce_send_wr wr = { .sg_list = sge, .num_sge = 2 }, *bad;
+	struct uroce_sge sge[2] = {wr_sge(0, 700, uroce_mr_lkey(a.mr)),
+				   wr_sge(4096, 300, uroce_mr_lkey(a.mr))};
+	struct uroce_sge rsge = wr_sge(0, 4096, uroce_mr_lkey(b.mr));
+	struct uroce_recv_wr rwr = wr_recv(0, &rsge, 1), *rbad;
+	struct uroce_send_wr wr = wr_op(UROCE_WR_SEND, 0, sge, 2, 0), *bad;
 	static const enum uroce_wr_opcode ops[] = {
 		UROCE_WR_SEND, UROCE_WR_SEND_WITH_IMM, UROCE_WR_RDMA_WRITE,
 		UROCE_WR_RDMA_WRITE_WITH_IMM, UROCE_WR_RDMA_READ, UROCE_WR_ATOMIC_FETCH_AND_ADD,
@@ -164,8 +165,8 @@ int main(void)
 		}
 		if (op == UROCE_WR_SEND || op == UROCE_WR_SEND_WITH_IMM ||
 		    op == UROCE_WR_RDMA_WRITE_WITH_IMM)
-			CHECK(uroce_post_recv(b.qp, &rwr, &rbad) == 0);
-		CHECK(uroce_post_send(a.qp, &wr, &bad) == 0);
+			CHECK_EQ(uroce_post_recv(b.qp, &rwr, &rbad), 0);
+		CHECK_EQ(uroce_post_send(a.qp, &wr, &bad), 0);
 		for (int k = 0; k < 20; k++) {
 			pump(&a, &b);
 			pump(&b, &a);

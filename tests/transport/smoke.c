@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../check.h"
+#include "../wr.h"
 #include "transport/engine.h"
 #include "wire/bytes.h"
 #include "wire/hdr.h"
@@ -79,9 +80,9 @@ static void node_init(struct node *n, uint8_t last)
 	struct uroce_eng_cfg cfg;
 
 	uroce_eng_cfg_default(&cfg);
-	CHECK(uroce_eng_create(&n->e, &cfg) == 0);
-	CHECK(uroce_pd_alloc(n->e, &n->pd) == 0);
-	CHECK(uroce_cq_create(n->e, 256, NULL, &n->cq) == 0);
+	CHECK_EQ(uroce_eng_create(&n->e, &cfg), 0);
+	CHECK_EQ(uroce_pd_alloc(n->e, &n->pd), 0);
+	CHECK_EQ(uroce_cq_create(n->e, 256, NULL, &n->cq), 0);
 	memset(n->gid, 0, 16);
 	n->gid[10] = n->gid[11] = 0xFF;
 	n->gid[12] = 198;
@@ -100,7 +101,7 @@ static struct uroce_qp *qp_make(struct node *n, enum uroce_qp_type type)
 	};
 	struct uroce_qp *qp = NULL;
 
-	CHECK(uroce_qp_create(n->pd, &init, &qp) == 0);
+	CHECK_EQ(uroce_qp_create(n->pd, &init, &qp), 0);
 	return qp;
 }
 
@@ -129,7 +130,7 @@ static void connect(struct uroce_qp *qp, struct node *peer, uint32_t peer_qpn, b
 		     UROCE_QP_RQ_PSN;
 	if (rc)
 		m |= UROCE_QP_MAX_DEST_RD_ATOMIC | UROCE_QP_MIN_RNR_TIMER;
-	CHECK(uroce_qp_modify(qp, &a, m) == 0);
+	CHECK_EQ(uroce_qp_modify(qp, &a, m), 0);
 	a.qp_state = UROCE_QPS_RTS;
 	a.sq_psn = 0xFFFFF0;
 	a.timeout = 10;
@@ -140,8 +141,8 @@ static void connect(struct uroce_qp *qp, struct node *peer, uint32_t peer_qpn, b
 	if (rc)
 		m |= UROCE_QP_TIMEOUT | UROCE_QP_RETRY_CNT | UROCE_QP_RNR_RETRY |
 		     UROCE_QP_MAX_QP_RD_ATOMIC;
-	CHECK(uroce_qp_modify(qp, &a, m) == 0);
-	CHECK(uroce_qp_state(qp) == UROCE_QPS_RTS);
+	CHECK_EQ(uroce_qp_modify(qp, &a, m), 0);
+	CHECK_EQ(uroce_qp_state(qp), UROCE_QPS_RTS);
 }
 
 static int poll1(struct node *n, struct uroce_wc *wc)
@@ -164,8 +165,8 @@ static void connected(enum uroce_qp_type type)
 	unsigned acc = UROCE_ACCESS_LOCAL_WRITE | UROCE_ACCESS_REMOTE_WRITE |
 		       UROCE_ACCESS_REMOTE_READ | UROCE_ACCESS_REMOTE_ATOMIC;
 
-	CHECK(uroce_mr_reg(a.pd, abuf, sizeof(abuf), (uintptr_t)abuf, acc, &amr) == 0);
-	CHECK(uroce_mr_reg(b.pd, bbuf, sizeof(bbuf), 0x10000, acc, &bmr) == 0);
+	CHECK_EQ(uroce_mr_reg(a.pd, abuf, sizeof(abuf), (uintptr_t)abuf, acc, &amr), 0);
+	CHECK_EQ(uroce_mr_reg(b.pd, bbuf, sizeof(bbuf), 0x10000, acc, &bmr), 0);
 	connect(qa, &b, uroce_qp_num(qb), rc);
 	connect(qb, &a, uroce_qp_num(qa), rc);
 
@@ -173,24 +174,20 @@ static void connected(enum uroce_qp_type type)
 	for (uint32_t i = 0; i < 5000; i++)
 		abuf[i] = (uint8_t)(i * 7);
 	memset(bbuf, 0, 8192);
-	struct uroce_sge rs = { .addr = 0x10000, .length = 8192, .lkey = uroce_mr_lkey(bmr) };
-	struct uroce_recv_wr rwr = { .wr_id = 77, .sg_list = &rs, .num_sge = 1 }, *rbad;
+	struct uroce_sge rs = wr_sge(0x10000, 8192, uroce_mr_lkey(bmr));
+	struct uroce_recv_wr rwr = wr_recv(77, &rs, 1), *rbad;
 
-	CHECK(uroce_post_recv(qb, &rwr, &rbad) == 0);
-	struct uroce_sge ss = { .addr = (uintptr_t)abuf, .length = 5000,
-				.lkey = uroce_mr_lkey(amr) };
-	struct uroce_send_wr swr = { .wr_id = 1, .sg_list = &ss, .num_sge = 1,
-				     .opcode = UROCE_WR_SEND_WITH_IMM, .imm_data = 0x1234,
-				     .send_flags = UROCE_SEND_SIGNALED },
-			     *sbad;
+	CHECK_EQ(uroce_post_recv(qb, &rwr, &rbad), 0);
+	struct uroce_sge ss = wr_sge((uintptr_t)abuf, 5000, uroce_mr_lkey(amr));
+	struct uroce_send_wr swr = wr_send_imm(1, &ss, 1, 0x1234, UROCE_SEND_SIGNALED), *sbad;
 
-	CHECK(uroce_post_send(qa, &swr, &sbad) == 0);
+	CHECK_EQ(uroce_post_send(qa, &swr, &sbad), 0);
 	run(&a, &b);
 	CHECK(poll1(&a, &wc) == 1 && wc.wr_id == 1 && wc.status == UROCE_WC_SUCCESS &&
 	      wc.opcode == UROCE_WC_SEND);
 	CHECK(poll1(&b, &wc) == 1 && wc.wr_id == 77 && wc.status == UROCE_WC_SUCCESS &&
 	      wc.byte_len == 5000 && wc.imm_data == 0x1234 && (wc.wc_flags & UROCE_WC_WITH_IMM));
-	CHECK(memcmp(abuf, bbuf, 5000) == 0);
+	CHECK_MEM_EQ(abuf, bbuf, 5000);
 
 	/* RDMA WRITE of 3000 bytes to b at offset 100000. */
 	swr.opcode = UROCE_WR_RDMA_WRITE;
@@ -198,11 +195,11 @@ static void connected(enum uroce_qp_type type)
 	ss.length = 3000;
 	swr.wr.rdma.remote_addr = 0x10000 + 100000;
 	swr.wr.rdma.rkey = uroce_mr_rkey(bmr);
-	CHECK(uroce_post_send(qa, &swr, &sbad) == 0);
+	CHECK_EQ(uroce_post_send(qa, &swr, &sbad), 0);
 	run(&a, &b);
 	CHECK(poll1(&a, &wc) == 1 && wc.wr_id == 2 && wc.status == UROCE_WC_SUCCESS &&
 	      wc.opcode == UROCE_WC_RDMA_WRITE);
-	CHECK(memcmp(abuf, bbuf + 100000, 3000) == 0);
+	CHECK_MEM_EQ(abuf, bbuf + 100000, 3000);
 	if (!rc)
 		goto out;
 
@@ -214,11 +211,11 @@ static void connected(enum uroce_qp_type type)
 	ss.addr = (uintptr_t)abuf + 200000;
 	ss.length = 4500;
 	swr.wr.rdma.remote_addr = 0x10000 + 300000;
-	CHECK(uroce_post_send(qa, &swr, &sbad) == 0);
+	CHECK_EQ(uroce_post_send(qa, &swr, &sbad), 0);
 	run(&a, &b);
 	CHECK(poll1(&a, &wc) == 1 && wc.wr_id == 3 && wc.status == UROCE_WC_SUCCESS &&
 	      wc.opcode == UROCE_WC_RDMA_READ && wc.byte_len == 4500);
-	CHECK(memcmp(abuf + 200000, bbuf + 300000, 4500) == 0);
+	CHECK_MEM_EQ(abuf + 200000, bbuf + 300000, 4500);
 
 	/* FETCH_ADD then CMP_SWAP on b's 64-bit word at 400000. */
 	uint64_t init = 40, got;
@@ -231,22 +228,22 @@ static void connected(enum uroce_qp_type type)
 	swr.wr.atomic.remote_addr = 0x10000 + 400000;
 	swr.wr.atomic.rkey = uroce_mr_rkey(bmr);
 	swr.wr.atomic.compare_add = 2;
-	CHECK(uroce_post_send(qa, &swr, &sbad) == 0);
+	CHECK_EQ(uroce_post_send(qa, &swr, &sbad), 0);
 	run(&a, &b);
 	CHECK(poll1(&a, &wc) == 1 && wc.wr_id == 4 && wc.status == UROCE_WC_SUCCESS);
 	memcpy(&got, abuf + 500000, 8);
-	CHECK(got == 40);
+	CHECK_EQ(got, 40);
 	memcpy(&got, bbuf + 400000, 8);
-	CHECK(got == 42);
+	CHECK_EQ(got, 42);
 	swr.opcode = UROCE_WR_ATOMIC_CMP_AND_SWP;
 	swr.wr_id = 5;
 	swr.wr.atomic.compare_add = 42;
 	swr.wr.atomic.swap = 99;
-	CHECK(uroce_post_send(qa, &swr, &sbad) == 0);
+	CHECK_EQ(uroce_post_send(qa, &swr, &sbad), 0);
 	run(&a, &b);
 	CHECK(poll1(&a, &wc) == 1 && wc.wr_id == 5 && wc.status == UROCE_WC_SUCCESS);
 	memcpy(&got, bbuf + 400000, 8);
-	CHECK(got == 99);
+	CHECK_EQ(got, 99);
 
 	/* Bad rkey: remote access error, nothing written, both QPs in ERR. */
 	memset(bbuf + 600000, 0xAB, 64);
@@ -255,13 +252,13 @@ static void connected(enum uroce_qp_type type)
 	ss.length = 64;
 	swr.wr.rdma.remote_addr = 0x10000 + 600000;
 	swr.wr.rdma.rkey = uroce_mr_rkey(bmr) ^ 0x100;
-	CHECK(uroce_post_send(qa, &swr, &sbad) == 0);
+	CHECK_EQ(uroce_post_send(qa, &swr, &sbad), 0);
 	run(&a, &b);
-	CHECK(rx_drops == 0);
+	CHECK_EQ(rx_drops, 0);
 	CHECK(poll1(&a, &wc) == 1 && wc.wr_id == 6 && wc.status == UROCE_WC_REM_ACCESS_ERR);
 	CHECK(bbuf[600000] == 0xAB && bbuf[600063] == 0xAB);
-	CHECK(uroce_qp_state(qa) == UROCE_QPS_ERR);
-	CHECK(uroce_qp_state(qb) == UROCE_QPS_ERR);
+	CHECK_EQ(uroce_qp_state(qa), UROCE_QPS_ERR);
+	CHECK_EQ(uroce_qp_state(qb), UROCE_QPS_ERR);
 out:
 	uroce_eng_destroy(a.e);
 	uroce_eng_destroy(b.e);
@@ -287,42 +284,39 @@ static void ud(void)
 		CHECK(uroce_qp_modify(q, &at, UROCE_QP_STATE | UROCE_QP_PKEY_INDEX | UROCE_QP_PORT |
 						      UROCE_QP_QKEY) == 0);
 		at.qp_state = UROCE_QPS_RTR;
-		CHECK(uroce_qp_modify(q, &at, UROCE_QP_STATE) == 0);
+		CHECK_EQ(uroce_qp_modify(q, &at, UROCE_QP_STATE), 0);
 		at.qp_state = UROCE_QPS_RTS;
-		CHECK(uroce_qp_modify(q, &at, UROCE_QP_STATE | UROCE_QP_SQ_PSN) == 0);
+		CHECK_EQ(uroce_qp_modify(q, &at, UROCE_QP_STATE | UROCE_QP_SQ_PSN), 0);
 	}
-	struct uroce_sge rs = { .addr = (uintptr_t)bbuf, .length = 2048, .lkey = uroce_mr_lkey(bmr) };
-	struct uroce_recv_wr rwr = { .wr_id = 9, .sg_list = &rs, .num_sge = 1 }, *rbad;
+	struct uroce_sge rs = wr_sge((uintptr_t)bbuf, 2048, uroce_mr_lkey(bmr));
+	struct uroce_recv_wr rwr = wr_recv(9, &rs, 1), *rbad;
 
-	CHECK(uroce_post_recv(qb, &rwr, &rbad) == 0);
+	CHECK_EQ(uroce_post_recv(qb, &rwr, &rbad), 0);
 	struct uroce_av av = { .sgid_index = 1, .is_global = true };
 	struct uroce_ah *ah;
 
 	memcpy(av.dgid, b.gid, 16);
-	CHECK(uroce_ah_create(a.pd, &av, &ah) == 0);
+	CHECK_EQ(uroce_ah_create(a.pd, &av, &ah), 0);
 	memcpy(abuf, "hello, ud", 9);
-	struct uroce_sge ss = { .addr = (uintptr_t)abuf, .length = 9, .lkey = uroce_mr_lkey(amr) };
-	struct uroce_send_wr swr = { .wr_id = 8, .sg_list = &ss, .num_sge = 1,
-				     .opcode = UROCE_WR_SEND, .send_flags = UROCE_SEND_SIGNALED },
+	struct uroce_sge ss = wr_sge((uintptr_t)abuf, 9, uroce_mr_lkey(amr));
+	struct uroce_send_wr swr = wr_ud_send(8, &ss, 1, ah, uroce_qp_num(qb), 0x11,
+					      UROCE_SEND_SIGNALED),
 			     *sbad;
 
-	swr.wr.ud.ah = ah;
-	swr.wr.ud.remote_qpn = uroce_qp_num(qb);
-	swr.wr.ud.remote_qkey = 0x11;
-	CHECK(uroce_post_send(qa, &swr, &sbad) == 0);
+	CHECK_EQ(uroce_post_send(qa, &swr, &sbad), 0);
 	/* A wrong Q_Key is dropped and counted. */
 	swr.wr.ud.remote_qkey = 0x12;
 	swr.wr_id = 10;
-	CHECK(uroce_post_send(qa, &swr, &sbad) == 0);
+	CHECK_EQ(uroce_post_send(qa, &swr, &sbad), 0);
 	run(&a, &b);
 	CHECK(poll1(&a, &wc) == 1 && wc.wr_id == 8 && wc.status == UROCE_WC_SUCCESS);
 	CHECK(poll1(&a, &wc) == 1 && wc.wr_id == 10 && wc.status == UROCE_WC_SUCCESS);
 	CHECK(poll1(&b, &wc) == 1 && wc.wr_id == 9 && wc.byte_len == 49 &&
 	      wc.src_qp == uroce_qp_num(qa) && (wc.wc_flags & UROCE_WC_GRH));
-	CHECK(memcmp(bbuf + 40, "hello, ud", 9) == 0);
-	CHECK(poll1(&b, &wc) == 0);
-	CHECK(uroce_eng_counter(b.e, UROCE_CNT_DROP_BAD_QKEY) == 1);
-	CHECK(rx_drops == 1);
+	CHECK_MEM_EQ(bbuf + 40, "hello, ud", 9);
+	CHECK_EQ(poll1(&b, &wc), 0);
+	CHECK_EQ(uroce_eng_counter(b.e, UROCE_CNT_DROP_BAD_QKEY), 1);
+	CHECK_EQ(rx_drops, 1);
 	uroce_eng_destroy(a.e);
 	uroce_eng_destroy(b.e);
 }
@@ -336,8 +330,8 @@ static void two_nodes(enum uroce_mtu mtu, struct node *a, struct node *b, struct
 	path_mtu = mtu;
 	node_init(a, 1);
 	node_init(b, 2);
-	CHECK(uroce_mr_reg(a->pd, abuf, sizeof(abuf), (uintptr_t)abuf, acc, amr) == 0);
-	CHECK(uroce_mr_reg(b->pd, bbuf, sizeof(bbuf), 0x10000, acc, bmr) == 0);
+	CHECK_EQ(uroce_mr_reg(a->pd, abuf, sizeof(abuf), (uintptr_t)abuf, acc, amr), 0);
+	CHECK_EQ(uroce_mr_reg(b->pd, bbuf, sizeof(bbuf), 0x10000, acc, bmr), 0);
 }
 
 /*
@@ -360,19 +354,12 @@ static void turns(enum uroce_mtu mtu, uint32_t msg, int turn)
 		connect(qb[i], &a, uroce_qp_num(qa[i]), true);
 
 		for (uint32_t off = 0; off < (512u << 10); off += msg) {
-			struct uroce_sge ss = {.addr = (uintptr_t)abuf + off,
-					       .length = msg,
-					       .lkey = uroce_mr_lkey(amr)};
-			struct uroce_send_wr swr = {.wr_id = 1,
-						    .sg_list = &ss,
-						    .num_sge = 1,
-						    .opcode = UROCE_WR_RDMA_WRITE,
-						    .send_flags = UROCE_SEND_SIGNALED},
+			struct uroce_sge ss = wr_sge((uintptr_t)abuf + off, msg, uroce_mr_lkey(amr));
+			struct uroce_send_wr swr = wr_write(1, &ss, 1, 0x10000 + off,
+							    uroce_mr_rkey(bmr), UROCE_SEND_SIGNALED),
 					     *sbad;
 
-			swr.wr.rdma.remote_addr = 0x10000 + off;
-			swr.wr.rdma.rkey = uroce_mr_rkey(bmr);
-			CHECK(uroce_post_send(qa[i], &swr, &sbad) == 0);
+			CHECK_EQ(uroce_post_send(qa[i], &swr, &sbad), 0);
 		}
 	}
 	int n = uroce_eng_tx(a.e, now, tx, 256);
@@ -409,18 +396,10 @@ static void window(enum uroce_mtu mtu, int want)
 	connect(qa, &b, uroce_qp_num(qb), true);
 	connect(qb, &a, uroce_qp_num(qa), true);
 	for (int i = 0; i < 2; i++) {
-		struct uroce_sge ss = {.addr = (uintptr_t)abuf,
-				       .length = sizeof(abuf),
-				       .lkey = uroce_mr_lkey(amr)};
-		struct uroce_send_wr swr = {.wr_id = 1,
-					    .sg_list = &ss,
-					    .num_sge = 1,
-					    .opcode = UROCE_WR_RDMA_WRITE},
-				     *sbad;
+		struct uroce_sge ss = wr_sge((uintptr_t)abuf, sizeof(abuf), uroce_mr_lkey(amr));
+		struct uroce_send_wr swr = wr_write(1, &ss, 1, 0x10000, uroce_mr_rkey(bmr), 0), *sbad;
 
-		swr.wr.rdma.remote_addr = 0x10000;
-		swr.wr.rdma.rkey = uroce_mr_rkey(bmr);
-		CHECK(uroce_post_send(qa, &swr, &sbad) == 0);
+		CHECK_EQ(uroce_post_send(qa, &swr, &sbad), 0);
 	}
 	int sent = 0, n;
 
@@ -458,18 +437,12 @@ static void middles(enum uroce_qp_type type)
 	for (uint32_t i = 0; i < len; i++)
 		abuf[i] = (uint8_t)(i * 11 + 3);
 
-	struct uroce_sge ss[2] = {
-		{.addr = (uintptr_t)abuf, .length = len, .lkey = uroce_mr_lkey(amr)}};
-	struct uroce_send_wr swr = {.wr_id = 1,
-				    .sg_list = ss,
-				    .num_sge = 1,
-				    .opcode = UROCE_WR_RDMA_WRITE,
-				    .send_flags = UROCE_SEND_SIGNALED},
+	struct uroce_sge ss[2] = {wr_sge((uintptr_t)abuf, len, uroce_mr_lkey(amr))};
+	struct uroce_send_wr swr = wr_write(1, ss, 1, 0x10000, uroce_mr_rkey(bmr),
+					    UROCE_SEND_SIGNALED),
 			     *sbad;
 
-	swr.wr.rdma.remote_addr = 0x10000;
-	swr.wr.rdma.rkey = uroce_mr_rkey(bmr);
-	CHECK(uroce_post_send(qa, &swr, &sbad) == 0);
+	CHECK_EQ(uroce_post_send(qa, &swr, &sbad), 0);
 	int n = uroce_eng_tx(a.e, now, tx, 256);
 
 	CHECKF(n == 200, "%d packets", n);
@@ -496,31 +469,29 @@ static void middles(enum uroce_qp_type type)
 	run(&a, &b);
 	if (rc) {
 		CHECK(poll1(&a, &wc) == 1 && wc.wr_id == 1 && wc.status == UROCE_WC_SUCCESS);
-		CHECK(memcmp(abuf, bbuf, len) == 0);
+		CHECK_MEM_EQ(abuf, bbuf, len);
 	}
 
 	/* A SEND of 200 KiB, and a WRITE from two SGEs split at an odd offset. */
-	struct uroce_sge rs = {.addr = 0x10000 + len, .length = len, .lkey = uroce_mr_lkey(bmr)};
-	struct uroce_recv_wr rwr = {.wr_id = 7, .sg_list = &rs, .num_sge = 1}, *rbad;
+	struct uroce_sge rs = wr_sge(0x10000 + len, len, uroce_mr_lkey(bmr));
+	struct uroce_recv_wr rwr = wr_recv(7, &rs, 1), *rbad;
 
-	CHECK(uroce_post_recv(qb, &rwr, &rbad) == 0);
+	CHECK_EQ(uroce_post_recv(qb, &rwr, &rbad), 0);
 	swr.opcode = UROCE_WR_SEND;
 	swr.wr_id = 2;
-	CHECK(uroce_post_send(qa, &swr, &sbad) == 0);
+	CHECK_EQ(uroce_post_send(qa, &swr, &sbad), 0);
 	memset(bbuf, 0, 2 * len);
 	ss[0].length = 100003;
-	ss[1] = (struct uroce_sge){.addr = (uintptr_t)abuf + 100003,
-				   .length = len - 100003,
-				   .lkey = uroce_mr_lkey(amr)};
+	ss[1] = wr_sge((uintptr_t)abuf + 100003, len - 100003, uroce_mr_lkey(amr));
 	swr.num_sge = 2;
 	swr.opcode = UROCE_WR_RDMA_WRITE;
 	swr.wr_id = 3;
-	CHECK(uroce_post_send(qa, &swr, &sbad) == 0);
+	CHECK_EQ(uroce_post_send(qa, &swr, &sbad), 0);
 	run(&a, &b);
 	CHECK(poll1(&b, &wc) == 1 && wc.wr_id == 7 && wc.status == UROCE_WC_SUCCESS &&
 	      wc.byte_len == len);
-	CHECK(memcmp(abuf, bbuf + len, len) == 0);
-	CHECK(memcmp(abuf, bbuf, len) == 0);
+	CHECK_MEM_EQ(abuf, bbuf + len, len);
+	CHECK_MEM_EQ(abuf, bbuf, len);
 	uroce_eng_destroy(a.e);
 	uroce_eng_destroy(b.e);
 }
@@ -541,22 +512,16 @@ static void read_replay(void)
 	node_init(&b, 2);
 	struct uroce_qp *qa = qp_make(&a, UROCE_QPT_RC), *qb = qp_make(&b, UROCE_QPT_RC);
 
-	CHECK(uroce_mr_reg(a.pd, abuf, sizeof(abuf), (uintptr_t)abuf, acc, &amr) == 0);
-	CHECK(uroce_mr_reg(b.pd, bbuf, sizeof(bbuf), 0x10000, acc, &bmr) == 0);
+	CHECK_EQ(uroce_mr_reg(a.pd, abuf, sizeof(abuf), (uintptr_t)abuf, acc, &amr), 0);
+	CHECK_EQ(uroce_mr_reg(b.pd, bbuf, sizeof(bbuf), 0x10000, acc, &bmr), 0);
 	connect(qa, &b, uroce_qp_num(qb), true);
 	connect(qb, &a, uroce_qp_num(qa), true);
 	for (uint32_t off = 0; off < 8192; off += 4096) {
-		struct uroce_sge ss = {
-			.addr = (uintptr_t)abuf + off, .length = 4096, .lkey = uroce_mr_lkey(amr)};
-		struct uroce_send_wr swr = {.wr_id = off,
-					    .sg_list = &ss,
-					    .num_sge = 1,
-					    .opcode = UROCE_WR_RDMA_READ},
+		struct uroce_sge ss = wr_sge((uintptr_t)abuf + off, 4096, uroce_mr_lkey(amr));
+		struct uroce_send_wr swr = wr_read(off, &ss, 1, 0x10000 + off, uroce_mr_rkey(bmr), 0),
 				     *sbad;
 
-		swr.wr.rdma.remote_addr = 0x10000 + off;
-		swr.wr.rdma.rkey = uroce_mr_rkey(bmr);
-		CHECK(uroce_post_send(qa, &swr, &sbad) == 0);
+		CHECK_EQ(uroce_post_send(qa, &swr, &sbad), 0);
 	}
 	int n = uroce_eng_tx(a.e, now, tx, 8);
 
@@ -594,7 +559,7 @@ int main(void)
 	turns(UROCE_MTU_4096, 65536, 16);
 	connected(UROCE_QPT_RC);
 	connected(UROCE_QPT_UC);
-	CHECK(rx_drops == 0);
+	CHECK_EQ(rx_drops, 0);
 	middles(UROCE_QPT_RC);
 	middles(UROCE_QPT_UC);
 	read_replay();

@@ -37,7 +37,7 @@ static void build(struct frame *fr, enum uroce_encap e, uint8_t op, uint32_t ple
 	f.ip4.frag = 0x4000;
 	ssize_t n = uroce_frame_encode(fr->b, sizeof(fr->b), &f);
 
-	CHECK(n > 0);
+	CHECK_GT(n, 0);
 	fr->n = n > 0 ? (size_t)n : 0;
 }
 

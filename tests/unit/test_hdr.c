@@ -549,7 +549,7 @@ static void test_ipv4_fields(void)
 	/* The ConnectX-4 Lx CNP of roce-reference.md 1.7: checksum 0x9161. */
 	static const uint8_t cnp[20] = {0x45, 0xc2, 0x00, 0x3c, 0x71, 0x8c, 0x40, 0x00, 0x40, 0x11,
 					0x91, 0x61, 0x0a, 0x00, 0x11, 0x01, 0x0a, 0x00, 0x12, 0x01};
-	CHECK(uroce_ipv4_csum(cnp) == 0x9161);
+	CHECK_EQ(uroce_ipv4_csum(cnp), 0x9161);
 	CHECK(uroce_ipv4_decode(&h, cnp, 20) == 20 && h.tos == 0xC2 && h.tot_len == 60 &&
 	      h.id == 0x718C && h.frag == 0x4000 && h.ttl == 64 && h.proto == 17 &&
 	      h.csum == 0x9161 && h.src[3] == 1 && h.dst[2] == 0x12);
@@ -563,7 +563,7 @@ static void test_ipv4_fields(void)
 
 		/* The checksum field is ignored on input. */
 		b[10] ^= 0xFF;
-		CHECK(uroce_ipv4_csum(b) == cs);
+		CHECK_EQ(uroce_ipv4_csum(b), cs);
 		uroce_put_be16(b + 10, cs);
 		CHECKF(rfc1071(b, 20) == 0xFFFF, "checksum %04x does not sum to 0xFFFF", cs);
 		CHECK_BAIL();
@@ -645,13 +645,13 @@ static void test_eth_fields(void)
 	uroce_put_be16(b + 16, UROCE_ETHERTYPE_ROCE);
 	CHECK(uroce_eth_decode(&e, b, 18) == 18 && e.vlan && e.tpid == UROCE_ETHERTYPE_QINQ &&
 	      e.tci == 0xE123 && e.ethertype == UROCE_ETHERTYPE_ROCE);
-	CHECK(uroce_eth_len(&e) == 18);
+	CHECK_EQ(uroce_eth_len(&e), 18);
 	/* A tag with TPID 0 is written as 802.1Q. */
 	e.tpid = 0;
 	CHECK(uroce_eth_encode(b, 18, &e) == 18 && uroce_get_be16(b + 12) == UROCE_ETHERTYPE_VLAN);
 	/* A tagged frame cut inside the tag is malformed. */
 	for (size_t n = 14; n < 18; n++)
-		CHECK(uroce_eth_decode(&e, b, n) == -EBADMSG);
+		CHECK_EQ(uroce_eth_decode(&e, b, n), -EBADMSG);
 	/* Untagged: no tag fields. */
 	uroce_put_be16(b + 12, UROCE_ETHERTYPE_IPV4);
 	CHECK(uroce_eth_decode(&e, b, 14) == 14 && !e.vlan && e.tpid == 0 && e.tci == 0 &&

@@ -89,11 +89,11 @@ static void test_vectors(void)
 			    "00000000 00000000 00000000 00000000"
 			    "82fd002a");
 
-	CHECK(n == 74);
+	CHECK_EQ(n, 74);
 	check_vector("CX-4 Lx CNP", b, n, icrc1);
 	struct uroce_frame f;
 
-	CHECK(uroce_frame_decode(&f, b, n) == 0);
+	CHECK_EQ(uroce_frame_decode(&f, b, n), 0);
 	CHECK(f.encap == UROCE_ENCAP_V2_IPV4 && f.t.bth.opcode == UROCE_OP_CNP);
 	CHECK(f.t.bth.becn && !f.t.bth.fecn && f.t.bth.dqpn == 0x118 && f.t.bth.psn == 0);
 	CHECK(f.t.bth.pkey == 0xFFFF && f.ip4.tos == 0xC2 && f.udp.sport == 0);
@@ -106,9 +106,9 @@ static void test_vectors(void)
 		     "2460ffff 000000d3 00cf1710"
 		     "4630818b e28935d9 0e9a9550 5401be88 5e500000"
 		     "78f353f3");
-	CHECK(n == 78);
+	CHECK_EQ(n, 78);
 	check_vector("UC SEND_ONLY", b, n, icrc2);
-	CHECK(uroce_frame_decode(&f, b, n) == 0);
+	CHECK_EQ(uroce_frame_decode(&f, b, n), 0);
 	CHECK(f.t.bth.opcode == UROCE_OP_UC_SEND_ONLY && f.t.bth.mig && f.t.bth.pad == 2);
 	CHECK(f.t.bth.dqpn == 211 && f.t.bth.psn == 13571856 && f.t.payload_len == 18);
 	CHECK(f.ip4.id == 1144 && f.ip4.ttl == 64 && f.ip4.tos == 1 && f.ip4.csum == 0xb4d5);
@@ -197,7 +197,7 @@ static void test_reference(void)
 		c = uroce_icrc_update(c, g.roce + 12, a);
 		c = uroce_icrc_update(c, g.roce + 12 + a, b2 - a);
 		c = uroce_icrc_update(c, g.roce + 12 + b2, rest - b2);
-		CHECK(c == want);
+		CHECK_EQ(c, want);
 
 		/* IPv4: the pseudo-header state for another ID, from the delta alone. */
 		if (e == UROCE_ENCAP_V2_IPV4) {
@@ -215,7 +215,7 @@ static void test_reference(void)
 	}
 	uint8_t z[64] = {0};
 
-	CHECK(uroce_icrc_begin(UROCE_ENCAP_NONE, z, z) == 0);
+	CHECK_EQ(uroce_icrc_begin(UROCE_ENCAP_NONE, z, z), 0);
 }
 
 /* Is byte i of a frame (no VLAN) masked out of the ICRC, by roce-reference.md 1.7? */
@@ -249,7 +249,7 @@ static void test_coverage(void)
 		random_frame(&r, &f, e, false, UROCE_OP_RC_WRITE_ONLY_IMM, payload, 37);
 		ssize_t n = uroce_frame_encode(buf, sizeof(buf), &f);
 
-		CHECK(n > 0);
+		CHECK_GT(n, 0);
 		if (n <= 0)
 			continue;
 		memcpy(bad, buf, (size_t)n);

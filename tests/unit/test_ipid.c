@@ -132,7 +132,7 @@ static void test_recover_random(void)
 
 		pkt_random(&r, &p, roce_len);
 		uroce_ipid_solver_init(&s, roce_len);
-		CHECK(s.roce_len == roce_len);
+		CHECK_EQ(s.roce_len, roce_len);
 		uint32_t icrc0 = pkt_icrc(&p, 0);
 
 		/* Several IDs for one solver; the edges every time. */
@@ -207,7 +207,7 @@ static void test_recover_captures(const char *dir)
 		CHECKF(uroce_file_load(path, &buf, &len) == 0, "load %s", path);
 		if (!buf)
 			continue;
-		CHECK(uroce_pcap_open(&rd, buf, len) == 0);
+		CHECK_EQ(uroce_pcap_open(&rd, buf, len), 0);
 		while (uroce_pcap_next(&rd, &pp) == 1) {
 			struct uroce_frame f;
 
@@ -275,8 +275,8 @@ static void test_model(void)
 			/* ID bits 15..8 are in IPv4 byte 4, 7..0 in byte 5. */
 			size_t byte = bit >= 8 ? PS_ID : PS_ID + 1;
 
-			CHECK(d == syndrome(8 * (n - 1 - byte) + 7 - (bit & 7)));
-			CHECK(d == s.col[bit]);
+			CHECK_EQ(d, syndrome(8 * (n - 1 - byte) + 7 - (bit & 7)));
+			CHECK_EQ(d, s.col[bit]);
 		}
 		free(p.roce);
 	}
@@ -396,7 +396,7 @@ static void test_first_accepted_bit(void)
 	*pkt_byte(&p, want_byte) ^= (uint8_t)(1u << want_bit);
 	CHECK(uroce_ipid_solve(&s, pkt_icrc(&p, 0), wire, &got) == 0 && got != id);
 	/* The full 32-bit check, with the ID known, still catches it. */
-	CHECK(pkt_icrc(&p, id) != wire);
+	CHECK_NE(pkt_icrc(&p, id), wire);
 	free(p.roce);
 }
 
@@ -443,7 +443,7 @@ static void test_adjacent_bursts(void)
 		p.l3l4[7] ^= 0x01;
 		uint16_t got;
 
-		CHECK(uroce_ipid_solve(&s, pkt_icrc(&p, 0), wire, &got) == -EBADMSG);
+		CHECK_EQ(uroce_ipid_solve(&s, pkt_icrc(&p, 0), wire, &got), -EBADMSG);
 		free(p.roce);
 	}
 }
@@ -530,8 +530,8 @@ static void test_burst_not_guaranteed(void)
 
 	*pkt_byte(&p, win) ^= (uint8_t)burst;
 	*pkt_byte(&p, win + 1) ^= (uint8_t)(burst >> 8);
-	CHECK(uroce_ipid_solve(&s, pkt_icrc(&p, 0), wire, &got) == 0);
-	CHECK(pkt_icrc(&p, 0x0101) != wire);
+	CHECK_EQ(uroce_ipid_solve(&s, pkt_icrc(&p, 0), wire, &got), 0);
+	CHECK_NE(pkt_icrc(&p, 0x0101), wire);
 	printf("test_ipid: a 2-byte burst at transport offset %zu (xor %02x %02x) is absorbed\n",
 	       win - PS_IP - L3L4, burst & 0xFF, burst >> 8);
 	free(p.roce);

@@ -69,7 +69,7 @@ static void test_layout(void)
 	uroce_put_be16(b + 16, 0x0013);
 	uroce_put_be16(b + 18, 0xBEEF);
 	uroce_put_be32(b + 20, 0xA1B2C3D4);
-	CHECK(uroce_mad_hdr_decode(&h, b, sizeof(b)) == 24);
+	CHECK_EQ(uroce_mad_hdr_decode(&h, b, sizeof(b)), 24);
 	CHECK(h.base_version == 1 && h.mgmt_class == 7 && h.class_version == 2 && h.method == 0x83);
 	CHECK(h.status == 0x1234 && h.class_specific == 0x5678 && h.tid == 0x0123456789ABCDEFull);
 	CHECK(h.attr_id == 0x13 && h.resv == 0xBEEF && h.attr_mod == 0xA1B2C3D4);
@@ -95,7 +95,7 @@ static void test_captures(const char *dir)
 		CHECKF(uroce_file_load(path, &buf, &len) == 0, "load %s", path);
 		if (!buf)
 			continue;
-		CHECK(uroce_pcap_open(&r, buf, len) == 0);
+		CHECK_EQ(uroce_pcap_open(&r, buf, len), 0);
 		while (uroce_pcap_next(&r, &p) == 1) {
 			struct uroce_frame f;
 
@@ -108,7 +108,7 @@ static void test_captures(const char *dir)
 			       f.t.payload_len);
 			struct uroce_mad_hdr h;
 
-			CHECK(uroce_mad_hdr_decode(&h, f.t.payload, f.t.payload_len) == 24);
+			CHECK_EQ(uroce_mad_hdr_decode(&h, f.t.payload, f.t.payload_len), 24);
 			CHECK(h.base_version == 1 && h.mgmt_class == UROCE_MGMT_CLASS_CM);
 			CHECK(h.class_version == 2 && h.method == 0x03 && h.status == 0);
 			CHECKF(uroce_cm_attr_name(h.attr_id) != NULL, "attr %#x", h.attr_id);

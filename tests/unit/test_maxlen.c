@@ -88,7 +88,7 @@ static void test_decode_max(void)
 			p += uroce_udp_encode(p, 8, &f.udp);
 		ssize_t tl = uroce_tpkt_encode(p, cap - (size_t)(p - buf), &f.t);
 
-		CHECK(tl == (ssize_t)roce_len - 4);
+		CHECK_EQ(tl, (ssize_t)roce_len - 4);
 		uroce_put_le32(p + tl, uroce_icrc(e, l3, p, (size_t)tl));
 		size_t n = (size_t)(p + tl + 4 - buf);
 		int rc = uroce_frame_decode(&g, buf, n);

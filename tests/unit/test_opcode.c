@@ -168,8 +168,8 @@ static void test_sizes(void)
 		all |= one[i].bit;
 		sum += one[i].len;
 	}
-	CHECK(uroce_hdrs_len(0) == 0);
-	CHECK(uroce_hdrs_len(all) == sum);
+	CHECK_EQ(uroce_hdrs_len(0), 0);
+	CHECK_EQ(uroce_hdrs_len(all), sum);
 }
 
 static void test_table(void)
@@ -180,7 +180,7 @@ static void test_table(void)
 		const struct uroce_opinfo *oi = &uroce_opinfo[op];
 		const struct exp_op *e = find_expected(op);
 
-		CHECK(uroce_op_class((uint8_t)op) == (enum uroce_opclass)(op & 0xE0));
+		CHECK_EQ(uroce_op_class((uint8_t)op), (enum uroce_opclass)(op & 0xE0));
 		if (!e) {
 			CHECKF(!uroce_op_valid((uint8_t)op) && oi->name == NULL,
 			       "opcode 0x%02x is not in roce-reference.md 1.4 but valid (%s)", op,
@@ -359,7 +359,7 @@ static void test_layout(void)
 			       e->op);
 		CHECKF(t.payload == b + UROCE_BTH_LEN + e->bytes && t.payload_len == plen,
 		       "0x%02x payload", e->op);
-		CHECK(t.icrc == 0x01020304);
+		CHECK_EQ(t.icrc, 0x01020304);
 
 		/* And the encoder lays out the same bytes (without the ICRC). */
 		uint8_t out[256];

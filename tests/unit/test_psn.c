@@ -58,33 +58,33 @@ static const uint32_t edges[] = {
 static void test_explicit(void)
 {
 	/* Masking. */
-	CHECK(uroce_psn(0x1000000) == 0);
-	CHECK(uroce_psn(0xFFFFFFFF) == 0xFFFFFF);
-	CHECK(uroce_psn(0x1234567) == 0x234567);
+	CHECK_EQ(uroce_psn(0x1000000), 0);
+	CHECK_EQ(uroce_psn(0xFFFFFFFF), 0xFFFFFF);
+	CHECK_EQ(uroce_psn(0x1234567), 0x234567);
 	CHECK(UROCE_PSN_MOD == 0x1000000u && UROCE_PSN_MASK == 0xFFFFFFu);
 
 	/* add/sub wrap at 0 / 0xFFFFFF. */
-	CHECK(uroce_psn_add(0xFFFFFF, 1) == 0);
-	CHECK(uroce_psn_add(0xFFFFFE, 3) == 1);
-	CHECK(uroce_psn_add(0, 0xFFFFFF) == 0xFFFFFF);
-	CHECK(uroce_psn_add(5, 0x1000000) == 5);
-	CHECK(uroce_psn_add(0xFFFFFF, 0xFFFFFFFF) == 0xFFFFFE);
-	CHECK(uroce_psn_sub(0, 1) == 0xFFFFFF);
-	CHECK(uroce_psn_sub(1, 3) == 0xFFFFFE);
-	CHECK(uroce_psn_sub(0xFFFFFF, 0xFFFFFF) == 0);
-	CHECK(uroce_psn_sub(7, 0x1000000) == 7);
-	CHECK(uroce_psn_sub(0, 0xFFFFFFFF) == 1);
+	CHECK_EQ(uroce_psn_add(0xFFFFFF, 1), 0);
+	CHECK_EQ(uroce_psn_add(0xFFFFFE, 3), 1);
+	CHECK_EQ(uroce_psn_add(0, 0xFFFFFF), 0xFFFFFF);
+	CHECK_EQ(uroce_psn_add(5, 0x1000000), 5);
+	CHECK_EQ(uroce_psn_add(0xFFFFFF, 0xFFFFFFFF), 0xFFFFFE);
+	CHECK_EQ(uroce_psn_sub(0, 1), 0xFFFFFF);
+	CHECK_EQ(uroce_psn_sub(1, 3), 0xFFFFFE);
+	CHECK_EQ(uroce_psn_sub(0xFFFFFF, 0xFFFFFF), 0);
+	CHECK_EQ(uroce_psn_sub(7, 0x1000000), 7);
+	CHECK_EQ(uroce_psn_sub(0, 0xFFFFFFFF), 1);
 
 	/* diff: sign across the wrap, range [-2^23, 2^23). */
-	CHECK(uroce_psn_diff(0, 0xFFFFFF) == 1);
-	CHECK(uroce_psn_diff(0xFFFFFF, 0) == -1);
-	CHECK(uroce_psn_diff(0x7FFFFF, 0) == 0x7FFFFF);
-	CHECK(uroce_psn_diff(0x800000, 0) == -0x800000);
-	CHECK(uroce_psn_diff(0, 0x800000) == -0x800000);
-	CHECK(uroce_psn_diff(0, 0x7FFFFF) == -0x7FFFFF);
-	CHECK(uroce_psn_diff(0x800001, 0) == -0x7FFFFF);
-	CHECK(uroce_psn_diff(0x123456, 0x123456) == 0);
-	CHECK(uroce_psn_diff(0x000010, 0xFFFFF0) == 0x20);
+	CHECK_EQ(uroce_psn_diff(0, 0xFFFFFF), 1);
+	CHECK_EQ(uroce_psn_diff(0xFFFFFF, 0), -1);
+	CHECK_EQ(uroce_psn_diff(0x7FFFFF, 0), 0x7FFFFF);
+	CHECK_EQ(uroce_psn_diff(0x800000, 0), -0x800000);
+	CHECK_EQ(uroce_psn_diff(0, 0x800000), -0x800000);
+	CHECK_EQ(uroce_psn_diff(0, 0x7FFFFF), -0x7FFFFF);
+	CHECK_EQ(uroce_psn_diff(0x800001, 0), -0x7FFFFF);
+	CHECK_EQ(uroce_psn_diff(0x123456, 0x123456), 0);
+	CHECK_EQ(uroce_psn_diff(0x000010, 0xFFFFF0), 0x20);
 
 	/* before/after. Exactly 2^23 apart, each is "before" the other (rxe's psn_compare). */
 	CHECK(uroce_psn_before(0xFFFFFF, 0));
@@ -174,12 +174,12 @@ static void test_random(void)
 		uint32_t n = rng_u32(&r), c = rng_u32(&r) >> rng_below(&r, 32);
 
 		check_pair(a, b);
-		CHECK(uroce_psn_add(a, n) == ref_add(a, n));
-		CHECK(uroce_psn_sub(a, n) == ref_sub(a, n));
-		CHECK(uroce_psn_sub(uroce_psn_add(a, n), n) == a);
-		CHECK(uroce_psn_in_window(a, b, c) == ref_in_window(a, b, c));
+		CHECK_EQ(uroce_psn_add(a, n), ref_add(a, n));
+		CHECK_EQ(uroce_psn_sub(a, n), ref_sub(a, n));
+		CHECK_EQ(uroce_psn_sub(uroce_psn_add(a, n), n), a);
+		CHECK_EQ(uroce_psn_in_window(a, b, c), ref_in_window(a, b, c));
 		/* diff and add agree: b + diff(a, b) == a. */
-		CHECK(uroce_psn_add(b, (uint32_t)uroce_psn_diff(a, b)) == a);
+		CHECK_EQ(uroce_psn_add(b, (uint32_t)uroce_psn_diff(a, b)), a);
 		CHECK_BAIL();
 	}
 }

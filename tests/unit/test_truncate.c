@@ -147,9 +147,9 @@ static void sweep_frame(const struct uroce_frame *in, const char *what)
 		if (rc == 0) {
 			CHECK(tpkt_hdrs_eq(&t, &in->t, false) && t.bth.pad == pad);
 			CHECK(t.payload == p + oi->hdr_len);
-			CHECK(t.payload_len == k - min_ok);
+			CHECK_EQ(t.payload_len, k - min_ok);
 			if (k < roce_len)
-				CHECK(memcmp(t.payload, in->t.payload, t.payload_len) == 0);
+				CHECK_MEM_EQ(t.payload, in->t.payload, t.payload_len);
 		}
 		free(p);
 		prefixes_swept++;
@@ -166,7 +166,7 @@ static void sweep_frame(const struct uroce_frame *in, const char *what)
 		       what, cap);
 		uint8_t *p = malloc(cap ? cap : 1);
 
-		CHECK(uroce_frame_encode(p, cap, in) == -ENOSPC);
+		CHECK_EQ(uroce_frame_encode(p, cap, in), -ENOSPC);
 		free(p);
 		CHECK_BAIL();
 	}
@@ -181,7 +181,7 @@ static void sweep_frame(const struct uroce_frame *in, const char *what)
 		CHECKF(all_bytes(out + cap, tlen + SLACK - cap, CANARY), "%s: tpkt cap %zu overrun",
 		       what, cap);
 		if (cap == tlen)
-			CHECK(memcmp(out, roce, tlen) == 0);
+			CHECK_MEM_EQ(out, roce, tlen);
 		memset(out, CANARY, sizeof(out));
 		int h = uroce_tpkt_hdr_encode(out, cap, &in->t);
 
@@ -190,7 +190,7 @@ static void sweep_frame(const struct uroce_frame *in, const char *what)
 		CHECKF(all_bytes(out + cap, tlen + SLACK - cap, CANARY), "%s: hdr cap %zu overrun",
 		       what, cap);
 		if (h > 0)
-			CHECK(memcmp(out, roce, (size_t)h) == 0);
+			CHECK_MEM_EQ(out, roce, (size_t)h);
 		CHECK_BAIL();
 	}
 	frames_swept++;
@@ -203,7 +203,7 @@ static void test_sweep(void)
 	unsigned nops = valid_opcodes(ops);
 	static const uint32_t plens[] = {0, 1, 2, 3, 4, 5, 63};
 
-	CHECK(nops == 40);
+	CHECK_EQ(nops, 40);
 	rng_fill(&r, payload, sizeof(payload));
 	for (unsigned i = 0; i < nops; i++) {
 		const struct uroce_opinfo *oi = &uroce_opinfo[ops[i]];
@@ -248,7 +248,7 @@ static void test_invalid(void)
 	random_frame(&r, &f, UROCE_ENCAP_V2_IPV4, false, UROCE_OP_RC_SEND_ONLY, NULL, 0);
 	ssize_t n = uroce_frame_encode(buf, sizeof(buf), &f);
 
-	CHECK(n == 14 + 28 + 12 + 4);
+	CHECK_EQ(n, 14 + 28 + 12 + 4);
 	for (unsigned op = 0; op < 256; op++) {
 		if (uroce_op_valid((uint8_t)op))
 			continue;
@@ -259,18 +259,18 @@ static void test_invalid(void)
 
 		CHECK(uroce_tpkt_decode(&g.t, buf + 42, 16, &err) == -EBADMSG && err);
 		f.t.bth.opcode = (uint8_t)op;
-		CHECK(uroce_tpkt_hdr_encode(buf, sizeof(buf), &f.t) == -EINVAL);
-		CHECK(uroce_tpkt_encode(buf, sizeof(buf), &f.t) == -EINVAL);
-		CHECK(uroce_frame_encode(buf, sizeof(buf), &f) == -EINVAL);
+		CHECK_EQ(uroce_tpkt_hdr_encode(buf, sizeof(buf), &f.t), -EINVAL);
+		CHECK_EQ(uroce_tpkt_encode(buf, sizeof(buf), &f.t), -EINVAL);
+		CHECK_EQ(uroce_frame_encode(buf, sizeof(buf), &f), -EINVAL);
 	}
 	f.t.bth.opcode = UROCE_OP_RC_SEND_ONLY;
 	f.encap = UROCE_ENCAP_NONE;
-	CHECK(uroce_frame_encode(buf, sizeof(buf), &f) == -EINVAL);
+	CHECK_EQ(uroce_frame_encode(buf, sizeof(buf), &f), -EINVAL);
 	f.encap = (enum uroce_encap)7;
-	CHECK(uroce_frame_encode(buf, sizeof(buf), &f) == -EINVAL);
+	CHECK_EQ(uroce_frame_encode(buf, sizeof(buf), &f), -EINVAL);
 	f.encap = UROCE_ENCAP_V2_IPV4;
 	f.ip4.ihl = 6;
-	CHECK(uroce_frame_encode(buf, sizeof(buf), &f) == -EINVAL);
+	CHECK_EQ(uroce_frame_encode(buf, sizeof(buf), &f), -EINVAL);
 }
 
 int main(void)
