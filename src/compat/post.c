@@ -161,11 +161,7 @@ int uroce_compat_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct i
 	}
 	/* The doorbell: what can go out goes now, from this thread (or with the rest of a busy
 	 * poller's burst of posts). */
-	bool kick = uroce_ctx_post_tx(uc, bytes);
-
-	uroce_ctx_unlock(uc);
-	if (kick)
-		uroce_ctx_kick(uc);
+	uroce_ctx_post_unlock(uc, bytes);
 	if (err)
 		*bad = w;
 	return -err;
@@ -268,21 +264,19 @@ int uroce_compat_poll_cq(struct ibv_cq *ibcq, int num, struct ibv_wc *wc)
 			continue;
 		/*
 		 * Nothing there: an application polling in a loop does the progress thread's work
-		 * itself (receive, timers, transmit) instead of spinning on the lock while that
-		 * thread waits for a CPU. Busy-polling pingpongs went from 0.4-2 ms to tens of us
-		 * per round trip with two processes on two cores.
+		 * itself (receive, timers, transmit) in one round, instead of spinning on the lock
+		 * while that thread waits for a CPU, and polls again (uroce_ctx_polled).
 		 */
-		if (total) {
-			uroce_ctx_poll_found(uc);
-			break;
-		}
 		if (!num)
 			break;
-		if (progressed) {
-			uroce_ctx_poll_empty(uc); /* still nothing: send what the round held back */
+		enum uroce_ctx_poll what = UROCE_CTX_POLL_EMPTY;
+
+		if (total)
+			what = UROCE_CTX_POLL_FOUND;
+		else if (progressed)
+			what = UROCE_CTX_POLL_STILL_EMPTY;
+		if (!uroce_ctx_polled(uc, what))
 			break;
-		}
-		uroce_ctx_poll_progress(uc);
 		progressed = true;
 	}
 	uroce_ctx_unlock(uc);
@@ -298,10 +292,6 @@ int uroce_compat_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	uroce_ctx_lock(uc);
 	err = uroce_cq_req_notify(cq->ecq, solicited_only != 0);
 	/* About to sleep on the channel: the progress thread must watch the sockets again. */
-	bool kick = uroce_ctx_app_sleeps(uc);
-
-	uroce_ctx_unlock(uc);
-	if (kick)
-		uroce_ctx_kick(uc);
+	uroce_ctx_arm_unlock(uc);
 	return -err;
 }

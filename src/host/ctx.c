@@ -54,24 +54,13 @@ struct uroce_ctx {
 	atomic_bool stop;
 	int kick_fd;
 	int watch_fd;
-	bool busy_poll;
-	bool no_spin; /* UROCE_SPIN=0: the progress thread never spins (uroce_ctx_spin_step) */
-	bool rx_more; /* the last round left received packets for the next (do_rx) */
-	int rx_got;   /* packets the last round received */
-	uint64_t comp_events;	    /* completion notifications reported (an application sleeps) */
-	struct uroce_ctx_spin spin; /* the progress thread's spin (uroce_ctx_spin_step) */
-	/* Under the lock: when the progress thread wakes at the latest (0: it is awake and plans
-	 * again before sleeping). When an application thread last polled (its lease) and last
-	 * posted: written under the lock, read without it by the progress thread (lease_end). */
-	uint64_t sleep_until;
-	_Atomic uint64_t app_polled, app_posted;
-	uint64_t reply_hold; /* ACKs wait for the application's next post until then (0: not) */
-	uint64_t last_poll;  /* when the last poll (its round) ended, and how many came in a row */
-	unsigned poll_streak;
+	/* The pacing (pace/pace.h): under the lock, but for the lease, which the progress thread
+	 * reads without it. */
+	struct uroce_pace pace;
+	bool rx_more;	      /* the last round left received packets for the next (do_rx) */
+	int rx_got;	      /* packets the last round received */
+	uint64_t comp_events; /* completion notifications reported (an application sleeps) */
 	_Atomic unsigned lock_waiters; /* application threads waiting for the lock */
-	/* When the last post ended; what posts held back since the last send (bytes). */
-	uint64_t last_post;
-	uint64_t held;
 	uroce_ctx_event_fn on_event;
 	void *arg;
 
@@ -226,8 +215,7 @@ static void send_all(struct uroce_backend *b, struct uroce_tx_desc *d, int n)
 
 static void do_tx(struct uroce_ctx *c, uint64_t now)
 {
-	c->held = 0;
-	c->reply_hold = 0;
+	uroce_pace_sent(&c->pace);
 	for (int round = 0; round < 64; round++) {
 		int n = uroce_eng_tx(c->eng, now, c->txp, CTX_BURST), n1 = 0, n2 = 0;
 
@@ -272,28 +260,11 @@ static void do_tx(struct uroce_ctx *c, uint64_t now)
 	}
 }
 
-/* Are the packets to send ACKs that wait for the application's next call (a hold runs,
- * uroce_ctx_reply_holds)? Lock held. */
-static bool acks_wait(struct uroce_ctx *c, uint64_t now)
+/* After a round that kept what it made to send: ACKs alone may wait for the application's next
+ * post (uroce_pace_kept). Lock held. */
+static void keep_acks(struct uroce_ctx *c)
 {
-	return c->reply_hold && now < c->reply_hold && uroce_eng_tx_acks_only(c->eng);
-}
-
-/* Are the ACKs made at now kept for the application (uroce_ctx_reply_holds)? Lock held. */
-static bool reply_holds(struct uroce_ctx *c, uint64_t now)
-{
-	return uroce_ctx_reply_holds(atomic_load_explicit(&c->app_polled, memory_order_relaxed),
-				     c->last_post, c->reply_hold, now);
-}
-
-/* After a round that kept what it made to send: ACKs alone start a hold, from the round's end
- * (the thread's next post can come no sooner). Lock held. */
-static void hold_acks(struct uroce_ctx *c)
-{
-	uint64_t now = mono_ns();
-
-	if (!c->reply_hold && reply_holds(c, now) && uroce_eng_tx_acks_only(c->eng))
-		c->reply_hold = now + UROCE_CTX_REPLY_HOLD_NS;
+	uroce_pace_kept(&c->pace, mono_ns(), uroce_eng_tx_acks_only(c->eng));
 }
 
 /* ---- receive ------------------------------------------------------------------------------- */
@@ -455,84 +426,38 @@ static void round_at(struct uroce_ctx *c, uint64_t now, bool tx)
 	round_end(c, now);
 }
 
-/*
- * When the lease of an application thread that polls ends (uroce_ctx_lease_end), read without
- * the lock by the progress thread. While it lasts, that thread's rounds receive, run the timers
- * and send; the progress thread has nothing to do but look again when it may have ended, and it
- * does not take the lock to find that out: the polling thread holds it most of the time, and each
- * wait for it would cost that thread a futex wake-up at its next unlock (an inter-processor
- * interrupt, several % of its CPU in ib_write_bw).
- */
-static uint64_t lease_end(struct uroce_ctx *c)
+/* An application thread's poll round: receive, timers, and transmit unless the pacing keeps
+ * what the round makes for the thread's next call (uroce_pace_poll_round_sends). Lock held. */
+static void poll_round(struct uroce_ctx *c)
 {
-	return uroce_ctx_lease_end(atomic_load_explicit(&c->app_polled, memory_order_relaxed),
-				   atomic_load_explicit(&c->app_posted, memory_order_relaxed));
+	uint64_t now = mono_ns();
+	bool pending = uroce_eng_tx_pending(c->eng);
+	bool tx = uroce_pace_poll_round_sends(&c->pace, now, pending,
+					      pending && uroce_eng_tx_acks_only(c->eng));
+
+	round_at(c, now, tx);
+	if (!tx)
+		keep_acks(c);
+	uroce_pace_poll_ended(&c->pace, now, mono_ns());
 }
 
-/*
- * A thread that busy-polls comes back within microseconds, again and again; one that drains
- * its CQ before sleeping on a completion channel polls a few times and arms the channel, which
- * ends a lease. Only a streak of POLL_STREAK polls, empty or not, each within POLL_GAP_NS of
- * the last, takes the sockets.
- */
-#define POLL_STREAK 8
-#define POLL_GAP_NS 100000ull
-
-/*
- * A poll from start to end counts toward the streak, or breaks it: the gap runs from the end of
- * the last poll or post to its start (a round that sends a burst of posts may take longer than
- * the gap allowed, and so may the posts between two polls, one post sending up to a window).
- * Returns whether the streak is long enough for the lease. Lock held.
- */
-static bool streak_step(struct uroce_ctx *c, uint64_t start, uint64_t end)
+bool uroce_ctx_polled(struct uroce_ctx *c, enum uroce_ctx_poll what)
 {
-	uint64_t last = c->last_post > c->last_poll ? c->last_post : c->last_poll;
-
-	if (start - last < POLL_GAP_NS) {
-		if (c->poll_streak < POLL_STREAK)
-			c->poll_streak++;
-	} else {
-		c->poll_streak = 0;
+	switch (what) {
+	case UROCE_CTX_POLL_FOUND:
+		uroce_pace_poll_found(&c->pace, mono_ns());
+		return false;
+	case UROCE_CTX_POLL_EMPTY:
+		poll_round(c);
+		return true;
+	case UROCE_CTX_POLL_STILL_EMPTY:
+		if (uroce_pace_acks_wait(&c->pace, mono_ns(), uroce_eng_tx_acks_only(c->eng)))
+			drain_events(c);
+		else
+			uroce_ctx_poll_idle(c);
+		return false;
 	}
-	c->last_poll = end;
-	return c->poll_streak >= POLL_STREAK;
-}
-
-void uroce_ctx_poll_progress(struct uroce_ctx *c)
-{
-	uint64_t now = mono_ns();
-
-	/* While the application holds the lease, what this round makes to send (the ACK of what
-	 * it receives, above all) waits for its next call: it goes out after the application has
-	 * seen its completions, with what it posts next (uroce_ctx_post_tx: one system call, off
-	 * the round trip), or at its next empty poll (uroce_ctx_poll_empty), or when the progress
-	 * thread takes the sockets back (at most UROCE_CTX_POLL_LEASE_NS). */
-	/* For one round at most: what is still pending now was held back by the last round, since
-	 * every other path sends what it makes; but ACKs alone wait for a thread that posts until
-	 * its hold ends (uroce_ctx_reply_holds). */
-	bool defer = now < lease_end(c) && (!uroce_eng_tx_pending(c->eng) || acks_wait(c, now));
-
-	round_at(c, now, !defer);
-	if (defer)
-		hold_acks(c);
-	if (streak_step(c, now, mono_ns()))
-		atomic_store_explicit(&c->app_polled, c->last_poll, memory_order_relaxed);
-}
-
-void uroce_ctx_poll_found(struct uroce_ctx *c)
-{
-	uint64_t now = mono_ns();
-
-	if (streak_step(c, now, now) || atomic_load_explicit(&c->app_polled, memory_order_relaxed))
-		atomic_store_explicit(&c->app_polled, now, memory_order_relaxed);
-}
-
-void uroce_ctx_poll_empty(struct uroce_ctx *c)
-{
-	if (acks_wait(c, mono_ns()))
-		drain_events(c);
-	else
-		uroce_ctx_poll_idle(c);
+	return false;
 }
 
 void uroce_ctx_poll_idle(struct uroce_ctx *c)
@@ -543,100 +468,70 @@ void uroce_ctx_poll_idle(struct uroce_ctx *c)
 
 bool uroce_ctx_app_sleeps(struct uroce_ctx *c)
 {
-	bool leased = c->app_polled != 0;
-
 	uroce_ctx_poll_idle(c); /* what the lease held back */
-	atomic_store_explicit(&c->app_polled, 0, memory_order_relaxed);
-	c->poll_streak = 0;
-	return leased;
+	return uroce_pace_app_sleeps(&c->pace);
+}
+
+void uroce_ctx_arm_unlock(struct uroce_ctx *c)
+{
+	bool kick = uroce_ctx_app_sleeps(c);
+
+	uroce_ctx_unlock(c);
+	if (kick)
+		uroce_ctx_kick(c);
 }
 
 bool uroce_ctx_post_tx(struct uroce_ctx *c, size_t bytes)
 {
-	uint64_t now = mono_ns(), le = lease_end(c);
-	bool hold = uroce_ctx_post_holds(now, le, c->last_post, c->held + bytes);
+	uint64_t now = mono_ns();
+	bool held = uroce_pace_post(&c->pace, now, bytes);
 
-	if (hold) {
-		c->held += bytes; /* nothing sent: the post took no time worth a second look */
-	} else {
-		uroce_ctx_poll_idle(c);
-		now = mono_ns();
-	}
-	c->last_post = now;
-	/* A post extends the lease (uroce_ctx_lease_end). */
-	if (atomic_load_explicit(&c->app_polled, memory_order_relaxed)) {
-		atomic_store_explicit(&c->app_posted, now, memory_order_relaxed);
-		le = lease_end(c);
-	}
-	/* What is held goes with the poller's next call, or else when the lease ends: a progress
-	 * thread that sleeps beyond that (it planned before the lease began) plans again. */
-	if (hold)
-		return c->sleep_until > le;
-	return uroce_eng_tx_pending(c->eng) ||
-	       (c->sleep_until && uroce_eng_next_deadline(c->eng) < c->sleep_until);
+	if (held)
+		return uroce_pace_posted(&c->pace, now, true, false, UROCE_NEVER);
+	uroce_ctx_poll_idle(c);
+	now = mono_ns(); /* the post ends after its send */
+	return uroce_pace_posted(&c->pace, now, false, uroce_eng_tx_pending(c->eng),
+				 uroce_eng_next_deadline(c->eng));
 }
 
-/* How long the progress thread may sleep (ns, 0: not at all) and whether it watches the
- * sockets. Lock held. */
-static uint64_t plan_sleep(struct uroce_ctx *c, bool *sockets)
+void uroce_ctx_post_unlock(struct uroce_ctx *c, size_t bytes)
 {
-	uint64_t now = mono_ns(), dl = uroce_eng_next_deadline(c->eng), until;
-	bool pending = uroce_eng_tx_pending(c->eng);
+	bool kick = uroce_ctx_post_tx(c, bytes);
 
-	*sockets = true;
-	/* Packets to send go now, unless they wait for the application (reply_round); a spin
-	 * after answering or reporting a completion polls on (uroce_ctx_spin_step), but not into a
-	 * lease, nor while an application thread waits for the lock (the mutex is not fair). */
-	uint64_t le = lease_end(c);
-
-	if (c->busy_poll || (pending && now >= c->reply_hold) || c->rx_more ||
-	    (c->spin.until && now >= le &&
-	     !atomic_load_explicit(&c->lock_waiters, memory_order_relaxed)))
-		return 0;
-	until = dl == UROCE_NEVER ? now + 1000000000ull : dl; /* the counters, now and then */
-	if (pending && until > c->reply_hold)
-		until = c->reply_hold;
-
-	if (now < le) {
-		/* An application thread polls: the sockets are its until the lease ends. */
-		*sockets = false;
-		if (until > le)
-			until = le;
-	}
-	if (until > now + 1000000000ull)
-		until = now + 1000000000ull;
-	if (until <= now)
-		return 0;
-	c->sleep_until = until;
-	c->spin.until = 0; /* a spin given up (a lease, a thread waiting for the lock) ends */
-	if (*sockets)
-		c->spin.slept_at = now;
-	return until - now;
+	uroce_ctx_unlock(c);
+	if (kick)
+		uroce_ctx_kick(c);
 }
 
 /* The progress thread's round: what it makes to send after receiving may wait for a polling
- * application thread's next call (uroce_ctx_reply_holds); after answering a READ or an atomic,
- * or reporting a completion, it may spin (uroce_ctx_spin_step). Lock held. */
+ * application thread's next post (uroce_pace_round_sends); after answering a READ or an atomic,
+ * or reporting a completion, it may spin (uroce_pace_round_ended). Lock held. */
 static void reply_round(struct uroce_ctx *c, uint64_t now)
 {
-	bool hold = reply_holds(c, now);
+	bool hold = uroce_pace_reply_holds_now(&c->pace, now);
 	uint64_t events = c->comp_events;
 
 	round_rx(c, now);
 	bool responds = c->rx_got > 0 && uroce_eng_tx_responds(c->eng);
+	bool pending = uroce_eng_tx_pending(c->eng);
 
-	if (hold && uroce_eng_tx_acks_only(c->eng))
-		hold_acks(c);
-	else if (!hold || uroce_eng_tx_pending(c->eng))
-		do_tx(c, now); /* requests, READ responses: now */
+	switch (uroce_pace_round_sends(hold, pending, pending && uroce_eng_tx_acks_only(c->eng))) {
+	case UROCE_PACE_SEND:
+		do_tx(c, now);
+		break;
+	case UROCE_PACE_KEEP_ACKS:
+		keep_acks(c);
+		break;
+	case UROCE_PACE_NOTHING:
+		break;
+	}
 	round_end(c, now);
-	uroce_ctx_spin_step(&c->spin, now, c->rx_got,
-			    !c->no_spin && (responds || c->comp_events != events));
+	uroce_pace_round_ended(&c->pace, now, c->rx_got, responds || c->comp_events != events);
 }
 
-struct uroce_ctx_spin uroce_ctx_spin_state(struct uroce_ctx *c)
+struct uroce_pace_spin uroce_ctx_spin_state(struct uroce_ctx *c)
 {
-	return c->spin;
+	return c->pace.spin;
 }
 
 static void *progress_main(void *arg)
@@ -646,15 +541,21 @@ static void *progress_main(void *arg)
 
 	while (!atomic_load(&c->stop)) {
 		int n = 0;
-		uint64_t ns = c->busy_poll ? 0
-					   : uroce_ctx_hold_off(lease_end(c), mono_ns(),
-								atomic_load(&c->lock_waiters));
+		uint64_t ns =
+			uroce_pace_hold_off(&c->pace, mono_ns(), atomic_load(&c->lock_waiters));
 		bool sockets = false;
 
 		if (!ns) {
 			pthread_mutex_lock(&c->lock);
-			ns = plan_sleep(c, &sockets);
+			uint64_t now = mono_ns();
+			struct uroce_pace_sleep sl = uroce_pace_plan_sleep(
+				&c->pace, now, uroce_eng_next_deadline(c->eng),
+				uroce_eng_tx_pending(c->eng), c->rx_more,
+				atomic_load_explicit(&c->lock_waiters, memory_order_relaxed));
+
 			pthread_mutex_unlock(&c->lock);
+			ns = sl.ns;
+			sockets = sl.sockets;
 		}
 		pfd[n++] = (struct pollfd){ .fd = c->kick_fd, .events = POLLIN };
 		if (c->watch_fd >= 0)
@@ -680,10 +581,10 @@ static void *progress_main(void *arg)
 		}
 		/* A lease still held (the application polled since we planned): its rounds do the
 		 * work, timers included; look again when it may have ended. */
-		if (!sockets && !kicked && !watch && lease_end(c) > mono_ns())
+		if (!sockets && !kicked && !watch && uroce_pace_leased(&c->pace, mono_ns()))
 			continue;
 		pthread_mutex_lock(&c->lock);
-		c->sleep_until = 0;
+		uroce_pace_woken(&c->pace);
 		if (watch && uroce_netif_watch_drain(c->watch_fd) > 0) {
 			refresh(c);
 			rebind_v2(c);
@@ -912,8 +813,7 @@ int uroce_ctx_open(const char *name, const struct uroce_ctx_cfg *cfg, struct uro
 	c->arg = cfg ? cfg->arg : NULL;
 	const char *bp = getenv("UROCE_BUSY_POLL");
 
-	c->busy_poll = bp && bp[0] == '1';
-	c->no_spin = env_off("UROCE_SPIN");
+	uroce_pace_init(&c->pace, bp && bp[0] == '1', !env_off("UROCE_SPIN"));
 
 	struct uroce_eng_cfg ecfg;
 

@@ -1,6 +1,6 @@
 #!/bin/sh
-# The wire and transport libraries are sans-I/O: no sockets, clocks, threads, sleeping, stdio,
-# or process control among their undefined symbols. Usage: purity.sh LIB.a...
+# The sans-I/O libraries (wire, transport, cm, pace): no sockets, clocks, threads, sleeping,
+# stdio, or process control among their undefined symbols. Usage: purity.sh LIB.a...
 status=0
 deny='^(socket|bind|connect|send|sendto|sendmsg|sendmmsg|recv|recvfrom|recvmsg|recvmmsg|read|write|open|open64|close|poll|epoll_.*|select|ioctl|clock_gettime|gettimeofday|time|nanosleep|usleep|sleep|pthread_.*|printf|fprintf|puts|fputs|putchar|perror|fopen|fwrite|fread|getenv|exit|abort|syslog|rand|srand|random)$'
 for lib in "$@"; do
