@@ -490,8 +490,11 @@ bool uroce_ctx_post_tx(struct uroce_ctx *c, size_t bytes)
 		return uroce_pace_posted(&c->pace, now, true, false, UROCE_NEVER);
 	uroce_ctx_poll_idle(c);
 	now = mono_ns(); /* the post ends after its send */
-	return uroce_pace_posted(&c->pace, now, false, uroce_eng_tx_pending(c->eng),
-				 uroce_eng_next_deadline(c->eng));
+	bool pending = uroce_eng_tx_pending(c->eng);
+	uint64_t deadline = !pending && uroce_pace_asleep(&c->pace) ? uroce_eng_next_deadline(c->eng)
+								    : UROCE_NEVER;
+
+	return uroce_pace_posted(&c->pace, now, false, pending, deadline);
 }
 
 void uroce_ctx_post_unlock(struct uroce_ctx *c, size_t bytes)

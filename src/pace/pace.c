@@ -205,6 +205,11 @@ void uroce_pace_woken(struct uroce_pace *p)
 	p->sleep_until = 0;
 }
 
+bool uroce_pace_asleep(const struct uroce_pace *p)
+{
+	return p->sleep_until != 0;
+}
+
 enum uroce_pace_send uroce_pace_round_sends(bool hold, bool pending, bool acks_only)
 {
 	if (hold && acks_only)

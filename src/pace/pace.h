@@ -249,7 +249,8 @@ bool uroce_pace_post(struct uroce_pace *p, uint64_t now, size_t bytes);
  * Returns whether the progress thread must be woken to plan again: for a held post, when it
  * sleeps beyond the lease's end (what is held goes with the poller's next call, or else when
  * the lease ends); for a post that sent, when packets are left to send (pending) or the engine's
- * next deadline comes before the time it sleeps until (ignored for a held post).
+ * next deadline comes before the time it sleeps until (ignored for a held post, with pending,
+ * and unless uroce_pace_asleep: pass UINT64_MAX then).
  */
 bool uroce_pace_posted(struct uroce_pace *p, uint64_t now, bool held, bool pending,
 		       uint64_t deadline);
@@ -279,6 +280,13 @@ struct uroce_pace_sleep uroce_pace_plan_sleep(struct uroce_pace *p, uint64_t now
 
 /* The progress thread woke and is about to run a round: it plans again before sleeping. */
 void uroce_pace_woken(struct uroce_pace *p);
+
+/*
+ * Does the progress thread sleep (it planned a sleep and has not woken since)? Only then does a
+ * post's answer depend on the engine's next deadline (uroce_pace_posted), which the caller may
+ * leave uncomputed otherwise: the engine finds it by looking at every QP.
+ */
+bool uroce_pace_asleep(const struct uroce_pace *p);
 
 /*
  * Are ACKs that the progress thread's round at now makes kept for a polling application thread

@@ -186,6 +186,7 @@ enum op {
 	OP_PLAN,	/* it plans at t (n: deadline, a: pending, b: rx_more): want ns, sockets */
 	OP_PLAN_WAIT,	/* the same with a thread waiting for the lock */
 	OP_WOKEN,	/* it woke: want 0 */
+	OP_ASLEEP,	/* want whether it sleeps (a post must then ask the engine's deadline) */
 	OP_ROUND_SENDS, /* its round at t (a: pending, b: acks only after receiving): want the
 			 * enum uroce_pace_send */
 	OP_ROUND_ENDED, /* its round at t ended, n received, a: answered: want whether it spins */
@@ -250,6 +251,10 @@ struct step {
 #define WOKEN()                                       \
 	{                                             \
 		OP_WOKEN, 0, 0, 0, false, false, 0, 0 \
+	}
+#define ASLEEP(yes)                                       \
+	{                                                 \
+		OP_ASLEEP, 0, 0, 0, false, false, (yes), 0 \
 	}
 #define ROUND_SENDS(t, pend, acks, what)                             \
 	{                                                            \
@@ -348,7 +353,11 @@ static const struct step kicks[] = {
 };
 
 static const struct step sleeps[] = {
+	ASLEEP(false),
 	PLAN(T, NEVER, false, false, UROCE_PACE_SLEEP_MAX_NS, 1), /* idle: the counters' period */
+	ASLEEP(true),
+	WOKEN(),
+	ASLEEP(false),
 	PLAN(T, T + 5 * MS, false, false, 5 * MS, 1),		  /* until the next timer */
 	PLAN(T, T - 1, false, false, 0, 1),			  /* a timer due: a round now */
 	PLAN(T, NEVER, true, false, 0, 1),			  /* packets to send */
@@ -464,6 +473,8 @@ static uint64_t run_step(struct uroce_pace *p, const struct step *s, int *socket
 	case OP_WOKEN:
 		uroce_pace_woken(p);
 		return 0;
+	case OP_ASLEEP:
+		return uroce_pace_asleep(p);
 	case OP_ROUND_SENDS:
 		return uroce_pace_round_sends(uroce_pace_reply_holds_now(p, s->t), s->a, s->b);
 	case OP_ROUND_ENDED:
