@@ -205,7 +205,7 @@ static void check_rx(const struct uroce_rx_desc *d, const struct sent *s, enum u
 
 /* Receive until want packets were handed to fn or done() says so, or timeout_ms passes. */
 int rx_until(struct uroce_backend *b, int want, rx_fn fn, void *ctx, int timeout_ms,
-		    int (*more)(struct uroce_backend *, void *))
+	     int (*more)(struct uroce_backend *, void *))
 {
 	struct uroce_rx_desc out[UROCE_BACKEND_BATCH];
 	uint64_t deadline = mono_ms() + (uint64_t)timeout_ms;
@@ -267,8 +267,8 @@ void on_collect(const struct uroce_rx_desc *d, void *ctx)
  * of one length back to back may leave as one GSO send: IDs 0, 1, ...). With c, packets are
  * received on b as they go, so that its receive buffer never overflows.
  */
-void send_burst(struct uroce_backend *a, const struct uroce_tx_desc *d, int n,
-		       uint16_t *ids, struct uroce_backend *b, struct collect *c, const char *what)
+void send_burst(struct uroce_backend *a, const struct uroce_tx_desc *d, int n, uint16_t *ids,
+		struct uroce_backend *b, struct collect *c, const char *what)
 {
 	uint64_t deadline = mono_ms() + 3000;
 	int done = 0;
@@ -288,8 +288,8 @@ void send_burst(struct uroce_backend *a, const struct uroce_tx_desc *d, int n,
 }
 
 /* Send one packet of every opcode from a to b over path and check each on arrival. */
-void every_opcode(struct uroce_backend *a, struct uroce_backend *b,
-			 const struct uroce_path *path, int want_hop, const char *what)
+void every_opcode(struct uroce_backend *a, struct uroce_backend *b, const struct uroce_path *path,
+		  int want_hop, const char *what)
 {
 	static struct sent sent[256];
 	static struct uroce_tx_desc d[256];
@@ -374,9 +374,8 @@ void on_count(const struct uroce_rx_desc *d, void *ctx)
 }
 
 /* The transport bytes of s, with the ICRC for an IPv4 pseudo-header with the given ID. */
-size_t v4_datagram(uint8_t *out, const struct sent *s, const uint8_t *src,
-			  const uint8_t *dst, uint16_t sport, uint16_t dport, uint16_t id,
-			  uint8_t *frame, size_t *frame_len)
+size_t v4_datagram(uint8_t *out, const struct sent *s, const uint8_t *src, const uint8_t *dst,
+		   uint16_t sport, uint16_t dport, uint16_t id, uint8_t *frame, size_t *frame_len)
 {
 	static uint8_t buf[MAXPAY + 256];
 	struct uroce_frame f;

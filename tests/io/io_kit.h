@@ -99,7 +99,7 @@ struct collect {
 	uint16_t want_dport;
 	int want_hop; /* < 0: any */
 	uint8_t want_tclass;
-	int ce; /* ECN CE marks seen */
+	int ce;			  /* ECN CE marks seen */
 	const uint16_t *want_ids; /* the IPv4 ID of each packet; NULL: all 0 */
 };
 

@@ -17,7 +17,6 @@
 #include "host/io/pcap.h"
 #include "host/io/v2_rx.h"
 
-
 /*
  * Linux Soft-RoCE captures (tests/vectors): every v2/IPv4 packet, with its IP header hidden as a
  * UDP socket hides it, must verify, give back the ID rxe sent (non-zero, incrementing), and a
