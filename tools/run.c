@@ -3,7 +3,7 @@
  * `uroce run [--pcap FILE] [--faults SPEC] [--busy-poll] -- PROGRAM [ARGS...]`: run an unmodified
  * rdma-core program over uroce. It puts uroce's libibverbs.so.1 first on LD_LIBRARY_PATH, sets
  * the environment the library reads when it opens a device (UROCE_PCAP, UROCE_FAULTS,
- * UROCE_BUSY_POLL: host/backend.h, host/ctx.h) and execs the program in its own place, so the
+ * UROCE_BUSY_POLL: host/io/wrap_env.h, host/ctx.h) and execs the program in its own place, so the
  * program's exit status, signals and process id are its own.
  *
  * Where the library is: the first directory holding libibverbs.so.1 of

@@ -65,8 +65,8 @@ struct uroce_ctx {
 	void *arg;
 
 	int slot;		    /* QPN slot taken in the run-time directory, -1: none */
-	/* The backends' groups (share.h), with our GSI claims (uroce_ctx_gsi_steer): sockets
-	 * opened again after an address change join with them. */
+	/* The backends' groups (io/share_group.h), with our GSI claims (uroce_ctx_gsi_steer):
+	 * sockets opened again after an address change join with them. */
 	struct uroce_share_cfg share;
 	struct uroce_backend *v2; /* UDP: RoCE v2 */
 	struct uroce_backend *v1; /* AF_PACKET: RoCE v1 */
@@ -822,7 +822,8 @@ int uroce_ctx_open(const char *name, const struct uroce_ctx_cfg *cfg, struct uro
 
 	uroce_eng_cfg_default(&ecfg);
 	ecfg.port_mtu = (uint8_t)uroce_mtu_enum(c->info.active_mtu);
-	/* QPNs: a slot of the run-time directory's registry, pid-derived when free (share.h). */
+	/* QPNs: a slot of the run-time directory's registry, pid-derived when free
+	 * (io/share_slots.h). */
 	if (cfg && cfg->qpn_base)
 		ecfg.qpn_base = cfg->qpn_base;
 	else if (uroce_share_slot_take(c->rundir, &c->slot) == 0)

@@ -139,9 +139,9 @@ void uroce_ctx_devinfo(struct uroce_ctx *c, struct uroce_devinfo *out);
 int uroce_ctx_gids(struct uroce_ctx *c, struct uroce_gid_entry *out, int max);
 
 /*
- * An I/O counter (host/backend.h: packets dropped for a bad ICRC, malformed, not for us, ...)
- * summed over the context's backends (RoCE v2 and v1) and their wrappers. Takes the lock:
- * call it without.
+ * An I/O counter (host/config/io_counters.h: packets dropped for a bad ICRC, malformed, not
+ * for us, ...) summed over the context's backends (RoCE v2 and v1) and their wrappers. Takes
+ * the lock: call it without.
  */
 uint64_t uroce_ctx_io_counter(struct uroce_ctx *c, enum uroce_io_counter k);
 
@@ -155,7 +155,8 @@ uint64_t uroce_ctx_io_counter(struct uroce_ctx *c, enum uroce_io_counter k);
  * - a REQ or SIDR_REQ whose service ID no member claims goes to a member that runs a CM, so that
  *   one answers REJ INVALID_SERVICE_ID as the kernel does.
  * Each call replaces the previous list; n = 0 claims no service but still marks a CM. A process
- * that never calls this gets no CM MAD once another process on the device runs a CM (share.h).
+ * that never calls this gets no CM MAD once another process on the device runs a CM
+ * (io/share_prog.h).
  * The list is kept: sockets opened again after an address change join with it.
  * Returns 0; -EADDRINUSE when another live process sharing an address already claims one of
  * ids; -ENOSPC when ids is too long (more than UROCE_SHARE_MAX_CLAIMS, or more than the
@@ -165,7 +166,8 @@ uint64_t uroce_ctx_io_counter(struct uroce_ctx *c, enum uroce_io_counter k);
  */
 int uroce_ctx_gsi_steer(struct uroce_ctx *c, const uint64_t *ids, int n);
 
-/* This process's QPN slot on the device (share.h), 0..4095: the prefix of its CM comm IDs. */
+/* This process's QPN slot on the device (io/share_slots.h), 0..4095: the prefix of its CM comm
+ * IDs. */
 uint32_t uroce_ctx_slot(const struct uroce_ctx *c);
 
 #endif

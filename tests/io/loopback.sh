@@ -4,27 +4,27 @@
 #  1. here, on a free port from 14791 (a real rxe owns 4791), the capture checked by scapy;
 #  2. in a private network namespace (unshare), on port 4791, so that `uroce pcap-check` (which
 #     knows RoCE v2 by port 4791) decodes and verifies every frame; scapy checks it too.
-# Usage: loopback.sh TEST_IO UROCE TMPDIR
+# Usage: loopback.sh TEST_IO_LOOPBACK UROCE TMPDIR
 set -u
-test_io=$1 uroce=$2 tmp=$3
+test_io_loopback=$1 uroce=$2 tmp=$3
 here=$(dirname "$0")
 dir=$(mktemp -d "$tmp/io_loopback.XXXXXX") || exit 1
 trap 'rm -rf "$dir"' EXIT
 [ -x /usr/bin/python3 ] || { echo "FAIL: /usr/bin/python3 not found: run scripts/setup"; exit 1; }
 
-out=$("$test_io" loopback "$dir/lo.pcap"); rc=$?
+out=$("$test_io_loopback" "$dir/lo.pcap"); rc=$?
 echo "$out"
-[ $rc -eq 0 ] || { echo "FAIL: test_io loopback exited $rc"; exit 1; }
+[ $rc -eq 0 ] || { echo "FAIL: test_io_loopback exited $rc"; exit 1; }
 port=$(echo "$out" | sed -n 's/^loopback: port \([0-9]*\)$/\1/p')
 [ -n "$port" ] || { echo "FAIL: no port in the output"; exit 1; }
 /usr/bin/python3 "$here/scapy_icrc.py" "$dir/lo.pcap" "$port" 200 50 || { echo "FAIL: scapy"; exit 1; }
 
 # A private namespace: as root plain unshare -n, else a user namespace (unshare -rn).
 if [ "$(id -u)" = 0 ]; then ns=(unshare -n); else ns=(unshare -rn); fi
-"${ns[@]}" sh -c 'ip link set lo up && exec "$0" loopback "$1" 4791' "$test_io" "$dir/4791.pcap" \
+"${ns[@]}" sh -c 'ip link set lo up && exec "$0" "$1" 4791' "$test_io_loopback" "$dir/4791.pcap" \
 	>"$dir/out" 2>&1; rc=$?
 cat "$dir/out"
-[ $rc -eq 0 ] || { echo "FAIL: test_io loopback in a private namespace ('${ns[*]}') exited $rc"; exit 1; }
+[ $rc -eq 0 ] || { echo "FAIL: test_io_loopback in a private namespace ('${ns[*]}') exited $rc"; exit 1; }
 "$uroce" pcap-check "$dir/4791.pcap" >"$dir/check" 2>&1; rc=$?
 tail -n 3 "$dir/check"
 [ $rc -eq 0 ] || { grep -v 'ICRC ok' "$dir/check" | head -20; echo "FAIL: uroce pcap-check exited $rc"; exit 1; }

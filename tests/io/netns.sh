@@ -1,12 +1,12 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # Two network namespaces joined by a veth pair (198.18.0.1/.2 and fd00:198:18::1/::2), created
-# here and removed on exit. test_io netns runs RoCE v1 over AF_PACKET (with neighbour resolution)
+# here and removed on exit. test_io_netns runs RoCE v1 over AF_PACKET (with neighbour resolution)
 # and v2 over UDP, IPv4 and IPv6, across them; the pcap tap capture of the v1 traffic is then
 # decoded by tshark (as InfiniBand, every frame) and verified by `uroce pcap-check`.
-# Needs root (exit 77 otherwise: ctest reports a skip). Usage: netns.sh TEST_IO UROCE TMPDIR
+# Needs root (exit 77 otherwise: ctest reports a skip). Usage: netns.sh TEST_IO_NETNS UROCE TMPDIR
 set -u
-test_io=$1 uroce=$2 tmp=$3
+test_io_netns=$1 uroce=$2 tmp=$3
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root (network namespaces, AF_PACKET)"; exit 77; }
 command -v ip >/dev/null || { echo "SKIP: iproute2 (ip) is not installed"; exit 77; }
 command -v tshark >/dev/null || { echo "FAIL: tshark is not installed: run scripts/setup"; exit 1; }
@@ -33,8 +33,8 @@ ip -n "$A" link set va mtu 9000 up
 ip -n "$B" link set vb mtu 9000 up
 set +e
 
-"$test_io" netns "$A" "$B" va vb "$dir/v1.pcap"; rc=$?
-[ $rc -eq 0 ] || { echo "FAIL: test_io netns exited $rc"; exit 1; }
+"$test_io_netns" "$A" "$B" va vb "$dir/v1.pcap"; rc=$?
+[ $rc -eq 0 ] || { echo "FAIL: test_io_netns exited $rc"; exit 1; }
 
 "$uroce" pcap-check -q "$dir/v1.pcap"; rc=$?
 [ $rc -eq 0 ] || { echo "FAIL: uroce pcap-check exited $rc"; exit 1; }

@@ -113,7 +113,8 @@ gid_index() { # a|b DEV ADDR VER
 
 # Wait (bounded) until a process of run-time directory RUNDIR listens with rdma_cm on port space
 # PS (0x0106 TCP, 0x0111 UDP) and PORT: its claim of the service ID (PS << 16 | PORT) is in a
-# membership file of the device's sharing group (src/host/share.h). Fails when PID ends first.
+# membership file of the device's sharing group (src/host/io/share_members.h). Fails when PID
+# ends first.
 wait_cm_listen() { # RUNDIR PS PORT PID
 	local sid
 	sid=$(printf '0x%x' $((($2 << 16) | $3)))

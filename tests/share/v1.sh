@@ -5,12 +5,13 @@
 # carries a classic BPF filter that keeps the frames of its own QPNs (share_prog.h,
 # uroce_v1_filter_prog), and frames sent to the interface's own MAC are delivered locally, taken
 # from the kernel as they leave the interface (they never come back from the wire).
-#   v1.sh CASE UROCE TEST_SHARE
+#   v1.sh CASE UROCE [TEST_PROGRAM]   TEST_PROGRAM: test_share_v1self for self, test_share_gsi
+#                                     for gsi; none for the other cases
 #   CASE rc:   unmodified ibv_rc_pingpong, server and client as two processes on the device,
 #              each under `uroce run`, -n 200 -c;
 #   CASE ud:   the same with ibv_ud_pingpong;
-#   CASE self: `test_share v1self v1dev`: two RC QPs of one process talk through the device;
-#   CASE gsi:  `test_share v1gsi v1dev v1a`: three processes on the device, two of them claiming
+#   CASE self: `test_share_v1self v1dev`: two RC QPs of one process talk through the device;
+#   CASE gsi:  `test_share_gsi v1dev v1a`: three processes on the device, two of them claiming
 #              CM services; crafted QP1 frames (tagged and untagged) reach the right one only;
 #   CASE rc-lo, ud-lo: rc and ud with v1dev on the namespace's loopback device instead (its MAC
 #              is all zeros and it brings every frame back up as received: the socket must not
@@ -28,7 +29,7 @@
 # ibverbs-utils).
 set -u -o pipefail
 
-CASE=$1 UROCE=$2 TEST_SHARE=$3
+CASE=$1 UROCE=$2 TEST_PROGRAM=${3:-}
 
 skip() {
 	echo "SKIP: $*"
@@ -51,7 +52,7 @@ rc-lo | ud-lo)
 	;;
 self | gsi) PROG= ;;
 *)
-	echo "usage: v1.sh rc|ud|self|gsi|rc-lo|ud-lo UROCE TEST_SHARE" >&2
+	echo "usage: v1.sh rc|ud|self|gsi|rc-lo|ud-lo UROCE [TEST_PROGRAM]" >&2
 	exit 2
 	;;
 esac
@@ -146,11 +147,11 @@ if [ -n "$PROG" ]; then
 			fail "$PROG $side: data validation (-c) or other errors reported"
 	done
 elif [ "$CASE" = gsi ]; then
-	inns timeout 100 "$TEST_SHARE" v1gsi v1dev v1a || fail "test_share v1gsi"
+	inns timeout 100 "$TEST_PROGRAM" v1dev v1a || fail "test_share_gsi v1dev v1a"
 	echo "PASS: v1 gsi"
 	exit 0
 else
-	inns timeout 60 "$TEST_SHARE" v1self v1dev || fail "test_share v1self"
+	inns timeout 60 "$TEST_PROGRAM" v1dev || fail "test_share_v1self v1dev"
 fi
 
 # Both processes (or the one) have closed the device: their counters are in the run-time

@@ -15,7 +15,7 @@
  * - A slot holds the DREQ MAD and its addresses; the watchdog wraps it in a GSI UD SEND to QP1
  *   (BTH, DETH, ICRC) for the ephemeral UDP port its own socket is bound to: it must not join the
  *   device's SO_REUSEPORT group on the RoCE v2 port, whose steering program maps members by
- *   their order in the group (host/share.h). IPv4 ID 0 (receivers recover the ID).
+ *   their order in the group (host/io/share_group.h). IPv4 ID 0 (receivers recover the ID).
  * - RoCE v1 connections have no will (the watchdog would need a raw socket): the peer then only
  *   learns from its own timeouts.
  * - The watchdog is spawned (posix_spawn: no copy of this process's memory) and forks once so
