@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 #
-# UDP segmentation offload on the wire (src/host/udp.c): uroce sends runs of RoCE v2 packets as
+# UDP segmentation offload on the wire (src/host/io/udp.c): uroce sends runs of RoCE v2 packets as
 # one UDP GSO send and computes the ICRC of segment k with IPv4 ID k, trusting the kernel to
 # number the segments so. This checks that trust against what the kernel really puts on the
 # wire: with the veth ends' UDP segmentation offload off (ethtool), the kernel cuts every GSO
