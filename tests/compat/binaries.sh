@@ -16,14 +16,8 @@ set -u -o pipefail
 
 CASE=$1 LIBDIR=$2
 
-skip() {
-	echo "SKIP: $*"
-	exit 77
-}
-fail() {
-	echo "FAIL: $*" >&2
-	exit 1
-}
+# shellcheck source=../lib/verdict.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/verdict.sh"
 [ "$(id -u)" -eq 0 ] || skip "needs root for network namespaces"
 command -v ip >/dev/null || skip "no ip command"
 command -v ss >/dev/null || skip "no ss command"

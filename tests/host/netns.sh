@@ -10,10 +10,8 @@ set -u -o pipefail
 
 UROCE=$1 HELPER=$2
 
-skip() {
-	echo "SKIP: $*"
-	exit 77
-}
+# shellcheck source=../lib/verdict.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/verdict.sh"
 [ "$(id -u)" -eq 0 ] || skip "needs root to create a network namespace"
 command -v ip >/dev/null || skip "no ip command"
 

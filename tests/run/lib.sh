@@ -8,14 +8,8 @@
 # shellcheck source=../lib/tshark.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/tshark.sh"
 
-skip() {
-	echo "SKIP: $*"
-	exit 77
-}
-fail() {
-	echo "FAIL: $*" >&2
-	exit 1
-}
+# shellcheck source=../lib/verdict.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/verdict.sh"
 
 A4=198.18.10.1 B4=198.18.10.2
 A6=fd00:198:18::1 B6=fd00:198:18::2

@@ -31,14 +31,8 @@ set -u -o pipefail
 
 CASE=$1 UROCE=$2 TEST_PROGRAM=${3:-}
 
-skip() {
-	echo "SKIP: $*"
-	exit 77
-}
-fail() {
-	echo "FAIL: $*" >&2
-	exit 1
-}
+# shellcheck source=../lib/verdict.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/verdict.sh"
 [ "$(id -u)" -eq 0 ] || skip "needs root (a network namespace, AF_PACKET)"
 command -v ip >/dev/null || skip "no ip command (iproute2)"
 command -v ss >/dev/null || skip "no ss command (iproute2)"
