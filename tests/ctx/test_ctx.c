@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "../check.h"
+#include "../wr.h"
 #include "host/config/io_counters.h"
 #include "host/ctx.h"
 #include "host/os/netif.h"
@@ -251,16 +252,12 @@ static void free_pair(struct pair *p)
 static int post_write(struct pair *p, size_t src, size_t dst, uint32_t len, uint64_t id,
 		      bool signaled)
 {
-	struct uroce_sge ss = {(uintptr_t)mem[0] + src, len, uroce_mr_lkey(p->mr[0])};
-	struct uroce_send_wr swr = {.wr_id = id,
-				    .sg_list = &ss,
-				    .num_sge = 1,
-				    .opcode = UROCE_WR_RDMA_WRITE,
-				    .send_flags = signaled ? UROCE_SEND_SIGNALED : 0},
+	struct uroce_sge ss = wr_sge((uintptr_t)mem[0] + src, len, uroce_mr_lkey(p->mr[0]));
+	struct uroce_send_wr swr = wr_write(id, &ss, 1, (uintptr_t)mem[1] + dst,
+					    uroce_mr_rkey(p->mr[1]),
+					    signaled ? UROCE_SEND_SIGNALED : 0),
 			     *sbad;
 
-	swr.wr.rdma.remote_addr = (uintptr_t)mem[1] + dst;
-	swr.wr.rdma.rkey = uroce_mr_rkey(p->mr[1]);
 	return uroce_post_send(p->qp[0], &swr, &sbad);
 }
 
@@ -314,13 +311,10 @@ static void exchange(struct uroce_ctx *c, int idx)
 	uroce_ctx_lock(c);
 	for (int i = 0; i < 8192; i++)
 		mem[0][i] = (uint8_t)(i * 31 + 7);
-	struct uroce_sge rs = {(uintptr_t)mem[1], 8192, uroce_mr_lkey(p.mr[1])};
-	struct uroce_recv_wr rwr = { .wr_id = 5, .sg_list = &rs, .num_sge = 1 }, *rbad;
-	struct uroce_sge ss = {(uintptr_t)mem[0], 5000, uroce_mr_lkey(p.mr[0])};
-	struct uroce_send_wr swr = { .wr_id = 6, .sg_list = &ss, .num_sge = 1,
-				     .opcode = UROCE_WR_SEND,
-				     .send_flags = UROCE_SEND_SIGNALED },
-			     *sbad;
+	struct uroce_sge rs = wr_sge((uintptr_t)mem[1], 8192, uroce_mr_lkey(p.mr[1]));
+	struct uroce_recv_wr rwr = wr_recv(5, &rs, 1), *rbad;
+	struct uroce_sge ss = wr_sge((uintptr_t)mem[0], 5000, uroce_mr_lkey(p.mr[0]));
+	struct uroce_send_wr swr = wr_send(6, &ss, 1, UROCE_SEND_SIGNALED), *sbad;
 
 	CHECK(uroce_post_recv(p.qp[1], &rwr, &rbad) == 0);
 	CHECK(uroce_post_send(p.qp[0], &swr, &sbad) == 0);
@@ -683,16 +677,12 @@ static void reads_spin(struct uroce_ctx *c, int idx)
 	make_pair(c, idx, &p);
 	for (int i = 0; i < 2000 && st.begun == 0; i++) {
 		uroce_ctx_lock(c);
-		struct uroce_sge ss = {(uintptr_t)mem[0] + 30000, 64, uroce_mr_lkey(p.mr[0])};
-		struct uroce_send_wr swr = {.wr_id = 9000 + (uint64_t)i,
-					    .sg_list = &ss,
-					    .num_sge = 1,
-					    .opcode = UROCE_WR_RDMA_READ,
-					    .send_flags = UROCE_SEND_SIGNALED},
+		struct uroce_sge ss = wr_sge((uintptr_t)mem[0] + 30000, 64, uroce_mr_lkey(p.mr[0]));
+		struct uroce_send_wr swr = wr_read(9000 + (uint64_t)i, &ss, 1,
+						   (uintptr_t)mem[1] + 30000, uroce_mr_rkey(p.mr[1]),
+						   UROCE_SEND_SIGNALED),
 				     *sbad;
 
-		swr.wr.rdma.remote_addr = (uintptr_t)mem[1] + 30000;
-		swr.wr.rdma.rkey = uroce_mr_rkey(p.mr[1]);
 		memset(mem[1] + 30000, i & 0xFF, 64);
 		CHECK(uroce_post_send(p.qp[0], &swr, &sbad) == 0);
 		uroce_ctx_post_tx(c, 0);
@@ -729,17 +719,10 @@ static void sends_spin(struct uroce_ctx *c, int idx)
 	st = before;
 	for (int i = 0; i < 2000 && st.begun == before.begun; i++) {
 		uroce_ctx_lock(c);
-		struct uroce_sge rs = {(uintptr_t)mem[1] + 40000, 64, uroce_mr_lkey(p.mr[1])};
-		struct uroce_recv_wr rwr = {.wr_id = 500 + (uint64_t)i,
-					    .sg_list = &rs,
-					    .num_sge = 1},
-				     *rbad;
-		struct uroce_sge ss = {(uintptr_t)mem[0] + 40000, 64, uroce_mr_lkey(p.mr[0])};
-		struct uroce_send_wr swr = {.wr_id = 600 + (uint64_t)i,
-					    .sg_list = &ss,
-					    .num_sge = 1,
-					    .opcode = UROCE_WR_SEND,
-					    .send_flags = UROCE_SEND_SIGNALED},
+		struct uroce_sge rs = wr_sge((uintptr_t)mem[1] + 40000, 64, uroce_mr_lkey(p.mr[1]));
+		struct uroce_recv_wr rwr = wr_recv(500 + (uint64_t)i, &rs, 1), *rbad;
+		struct uroce_sge ss = wr_sge((uintptr_t)mem[0] + 40000, 64, uroce_mr_lkey(p.mr[0]));
+		struct uroce_send_wr swr = wr_send(600 + (uint64_t)i, &ss, 1, UROCE_SEND_SIGNALED),
 				     *sbad;
 
 		memset(mem[0] + 40000, (i + 1) & 0xFF, 64);

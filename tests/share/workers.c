@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "workers.h"
+#include "../wr.h"
 #include "host/config/io_counters.h"
 #include "host/io/share_members.h"
 
@@ -179,9 +180,9 @@ int w_post(const struct cmd *m)
 	int rc;
 
 	if (m->op == OP_RECV) {
-		struct uroce_sge s = {(uintptr_t)W->mem[k] + RX_OFF, m->len,
-				      uroce_mr_lkey(W->q[k].mr)};
-		struct uroce_recv_wr wr = {.wr_id = 1, .sg_list = &s, .num_sge = 1}, *bad;
+		struct uroce_sge s = wr_sge((uintptr_t)W->mem[k] + RX_OFF, m->len,
+					    uroce_mr_lkey(W->q[k].mr));
+		struct uroce_recv_wr wr = wr_recv(1, &s, 1), *bad;
 
 		memset(W->mem[k] + RX_OFF, 0, m->len);
 		uroce_ctx_lock(x);
@@ -190,16 +191,11 @@ int w_post(const struct cmd *m)
 		return rc;
 	}
 	uint32_t off = m->op == OP_SEND ? TX_OFF : WS_OFF;
-	struct uroce_sge s = {(uintptr_t)W->mem[k] + off, m->len, uroce_mr_lkey(W->q[k].mr)};
-	struct uroce_send_wr wr = {.wr_id = 2,
-				   .sg_list = &s,
-				   .num_sge = 1,
-				   .opcode = m->op == OP_SEND ? UROCE_WR_SEND : UROCE_WR_RDMA_WRITE,
-				   .send_flags = UROCE_SEND_SIGNALED},
+	struct uroce_sge s = wr_sge((uintptr_t)W->mem[k] + off, m->len, uroce_mr_lkey(W->q[k].mr));
+	struct uroce_send_wr wr = m->op == OP_SEND
+					  ? wr_send(2, &s, 1, UROCE_SEND_SIGNALED)
+					  : wr_write(2, &s, 1, m->raddr, m->rkey, UROCE_SEND_SIGNALED),
 			     *bad;
-
-	wr.wr.rdma.remote_addr = m->raddr;
-	wr.wr.rdma.rkey = m->rkey;
 	fill(W->mem[k] + off, m->len, m->seed);
 	uroce_ctx_lock(x);
 	rc = uroce_post_send(W->q[k].qp, &wr, &bad);
