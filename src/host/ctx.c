@@ -49,22 +49,27 @@ struct uroce_ctx {
 	char rundir[256];
 	struct uroce_eng *eng;
 	pthread_mutex_t lock;
-	pthread_t thread;
-	bool thread_started;
-	atomic_bool stop;
-	int kick_fd;
-	int watch_fd;
-	/* The pacing (pace/pace.h): under the lock, but for the lease, which the progress thread
-	 * reads without it. */
-	struct uroce_pace pace;
-	bool rx_more;	      /* the last round left received packets for the next (do_rx) */
-	int rx_got;	      /* packets the last round received */
-	uint64_t comp_events; /* completion notifications reported (an application sleeps) */
 	_Atomic unsigned lock_waiters; /* application threads waiting for the lock */
 	uroce_ctx_event_fn on_event;
 	void *arg;
+	/* The pacing (pace/pace.h): under the lock, but for the lease, which the progress thread
+	 * reads without it. */
+	struct uroce_pace pace;
 
-	int slot;		    /* QPN slot taken in the run-time directory, -1: none */
+	/* The progress thread and what its rounds leave for the next. */
+	struct {
+		pthread_t thread;
+		bool started;
+		atomic_bool stop;
+		int kick_fd;
+		int watch_fd;	      /* the interface's address watch (os/netif.h), -1: none */
+		bool rx_more;	      /* the last round left received packets for the next (do_rx) */
+		int rx_got;	      /* packets the last round received */
+		uint64_t comp_events; /* completion notifications reported (an application sleeps) */
+	} prog;
+
+	/* The I/O: the backends, sharing the device with other processes. */
+	int slot; /* QPN slot taken in the run-time directory, -1: none */
 	/* The backends' groups (io/share_group.h), with our GSI claims (uroce_ctx_gsi_steer):
 	 * sockets opened again after an address change join with them. */
 	struct uroce_share_cfg share;
@@ -72,27 +77,38 @@ struct uroce_ctx {
 	struct uroce_backend *v1; /* AF_PACKET: RoCE v1 */
 	uint64_t version_reqs;	  /* RoCE v2 CM requests to a v1-only device (version_drop) */
 
-	struct uroce_gid_entry gids[UROCE_GID_TABLE_MAX];
-	int ngids;
-	uint8_t addrs[UROCE_BACKEND_MAX_ADDRS][16]; /* the interface's addresses, as GIDs */
-	int naddrs;
-	uint8_t bound[UROCE_BACKEND_MAX_ADDRS][16]; /* those the RoCE v2 sockets are bound to */
-	int nbound;
-	struct uroce_devinfo info;
+	/* The interface as last seen (refresh): GID table, addresses, port state. */
+	struct {
+		struct uroce_gid_entry gids[UROCE_GID_TABLE_MAX];
+		int ngids;
+		uint8_t addrs[UROCE_BACKEND_MAX_ADDRS][16]; /* the interface's addresses, as GIDs */
+		int naddrs;
+		uint8_t bound[UROCE_BACKEND_MAX_ADDRS][16]; /* those the RoCE v2 sockets are bound to */
+		int nbound;
+		struct uroce_devinfo info;
+	} ifc;
 
-	struct neigh_entry neigh[CTX_NEIGH_MAX];
-	unsigned neigh_next;
+	/* RoCE v1 destination MACs, a small cache in front of the neighbour table. */
+	struct {
+		struct neigh_entry e[CTX_NEIGH_MAX];
+		unsigned next;
+	} neigh;
 
-	struct uroce_stats *stats;
-	uint64_t stats_sent[UROCE_CNT_MAX];
-	uint64_t io_sent[UROCE_IO_CNT_MAX]; /* the backends' counts at the last flush */
-	uint64_t stats_at;
+	/* The shared counter file and what was last added to it. */
+	struct {
+		struct uroce_stats *file;
+		uint64_t eng_sent[UROCE_CNT_MAX];
+		uint64_t io_sent[UROCE_IO_CNT_MAX]; /* the backends' counts at the last flush */
+		uint64_t at;
+	} stats;
 
-	/* scratch for one round */
-	struct uroce_tx_pkt txp[CTX_BURST];
-	struct uroce_path path[CTX_BURST];
-	struct uroce_tx_desc d1[CTX_BURST], d2[CTX_BURST];
-	struct uroce_rx_desc rxd[CTX_BURST];
+	/* Scratch for one round. */
+	struct {
+		struct uroce_tx_pkt txp[CTX_BURST];
+		struct uroce_path path[CTX_BURST];
+		struct uroce_tx_desc d1[CTX_BURST], d2[CTX_BURST];
+		struct uroce_rx_desc rxd[CTX_BURST];
+	} burst;
 };
 
 static uint64_t mono_ns(void)
@@ -110,26 +126,26 @@ static void refresh(struct uroce_ctx *c)
 	struct uroce_netif_list ifs;
 
 	if (uroce_netif_scan(&ifs) == 0) {
-		uroce_dev_info(&c->def, &ifs, &c->info);
+		uroce_dev_info(&c->def, &ifs, &c->ifc.info);
 		if (c->eng)
-			uroce_eng_set_port_mtu(c->eng, uroce_mtu_enum(c->info.active_mtu));
+			uroce_eng_set_port_mtu(c->eng, uroce_mtu_enum(c->ifc.info.active_mtu));
 		const struct uroce_netif *nif = uroce_netif_find(&ifs, c->def.netdev);
-		int n = nif ? uroce_gid_table_from_netif(nif, c->def.roce, c->gids,
+		int n = nif ? uroce_gid_table_from_netif(nif, c->def.roce, c->ifc.gids,
 							 UROCE_GID_TABLE_MAX)
 			    : 0;
 
-		c->ngids = n < 0 ? (n == -ENOSPC ? UROCE_GID_TABLE_MAX : 0) : n;
+		c->ifc.ngids = n < 0 ? (n == -ENOSPC ? UROCE_GID_TABLE_MAX : 0) : n;
 		/* The addresses the RoCE v2 sockets bind to: the interface's own (the default
 		 * GID made from the MAC is not necessarily one of them). */
-		c->naddrs = 0;
-		for (int i = 0; nif && i < nif->naddrs && c->naddrs < UROCE_BACKEND_MAX_ADDRS; i++) {
-			uint8_t *g = c->addrs[c->naddrs];
+		c->ifc.naddrs = 0;
+		for (int i = 0; nif && i < nif->naddrs && c->ifc.naddrs < UROCE_BACKEND_MAX_ADDRS; i++) {
+			uint8_t *g = c->ifc.addrs[c->ifc.naddrs];
 
 			if (nif->addrs[i].family == AF_INET)
 				uroce_gid_from_v4(g, nif->addrs[i].addr);
 			else
 				memcpy(g, nif->addrs[i].addr, 16);
-			c->naddrs++;
+			c->ifc.naddrs++;
 		}
 		uroce_netif_list_free(&ifs);
 	}
@@ -146,22 +162,22 @@ static int v1_dmac(struct uroce_ctx *c, const uint8_t gid[16], uint8_t mac[6])
 		return 0;
 	/* One of this device's own addresses: the frame goes to the interface's own MAC (and back
 	 * up to the process that owns the QP, as a NIC loops it back). */
-	for (int i = 0; i < c->ngids; i++) {
-		if (memcmp(c->gids[i].gid, gid, 16) == 0) {
-			memcpy(mac, c->info.mac, 6);
+	for (int i = 0; i < c->ifc.ngids; i++) {
+		if (memcmp(c->ifc.gids[i].gid, gid, 16) == 0) {
+			memcpy(mac, c->ifc.info.mac, 6);
 			return 0;
 		}
 	}
 	for (unsigned i = 0; i < CTX_NEIGH_MAX; i++) {
-		if (c->neigh[i].valid && memcmp(c->neigh[i].gid, gid, 16) == 0) {
-			memcpy(mac, c->neigh[i].mac, 6);
+		if (c->neigh.e[i].valid && memcmp(c->neigh.e[i].gid, gid, 16) == 0) {
+			memcpy(mac, c->neigh.e[i].mac, 6);
 			return 0;
 		}
 	}
-	int rc = uroce_neigh_lookup((int)c->info.ifindex, gid, mac);
+	int rc = uroce_neigh_lookup((int)c->ifc.info.ifindex, gid, mac);
 
 	if (rc == 0) {
-		struct neigh_entry *e = &c->neigh[c->neigh_next++ % CTX_NEIGH_MAX];
+		struct neigh_entry *e = &c->neigh.e[c->neigh.next++ % CTX_NEIGH_MAX];
 
 		memcpy(e->gid, gid, 16);
 		memcpy(e->mac, mac, 6);
@@ -175,9 +191,9 @@ static int resolve(struct uroce_ctx *c, const struct uroce_tx_pkt *t, struct uro
 {
 	const struct uroce_av *av = t->av;
 
-	if (av->sgid_index >= c->ngids)
+	if (av->sgid_index >= c->ifc.ngids)
 		return -EINVAL;
-	const struct uroce_gid_entry *g = &c->gids[av->sgid_index];
+	const struct uroce_gid_entry *g = &c->ifc.gids[av->sgid_index];
 
 	memset(p, 0, sizeof(*p));
 	memcpy(p->sgid, g->gid, 16);
@@ -217,7 +233,7 @@ static void do_tx(struct uroce_ctx *c, uint64_t now)
 {
 	uroce_pace_sent(&c->pace);
 	for (int round = 0; round < 64; round++) {
-		int n = uroce_eng_tx(c->eng, now, c->txp, CTX_BURST), n1 = 0, n2 = 0;
+		int n = uroce_eng_tx(c->eng, now, c->burst.txp, CTX_BURST), n1 = 0, n2 = 0;
 
 		if (n <= 0)
 			return;
@@ -232,31 +248,31 @@ static void do_tx(struct uroce_ctx *c, uint64_t now)
 			int prev = -1;
 
 			for (int i = 0; i < n; i++) {
-				const struct uroce_tx_pkt *t = &c->txp[i];
+				const struct uroce_tx_pkt *t = &c->burst.txp[i];
 				bool resp = uroce_opinfo[t->hdr[0]].flags & UROCE_OPF_RESP;
 
 				if (resp != (pass == 1))
 					continue;
-				if (prev >= 0 && t->av == c->txp[prev].av &&
-				    t->src_qpn == c->txp[prev].src_qpn &&
-				    t->dst_qpn == c->txp[prev].dst_qpn)
-					c->path[i] = c->path[prev];
-				else if (resolve(c, t, &c->path[i]))
+				if (prev >= 0 && t->av == c->burst.txp[prev].av &&
+				    t->src_qpn == c->burst.txp[prev].src_qpn &&
+				    t->dst_qpn == c->burst.txp[prev].dst_qpn)
+					c->burst.path[i] = c->burst.path[prev];
+				else if (resolve(c, t, &c->burst.path[i]))
 					continue; /* unresolvable: dropped; RC retransmits */
 				prev = i;
-				struct uroce_tx_desc *d = c->path[i].encap == UROCE_ENCAP_V1
-								  ? &c->d1[n1++]
-								  : &c->d2[n2++];
+				struct uroce_tx_desc *d = c->burst.path[i].encap == UROCE_ENCAP_V1
+								  ? &c->burst.d1[n1++]
+								  : &c->burst.d2[n2++];
 
-				d->pkt = &c->txp[i];
-				d->path = &c->path[i];
+				d->pkt = &c->burst.txp[i];
+				d->path = &c->burst.path[i];
 				d->icrc_xor = 0;
 			}
 		}
 		if (n1 && c->v1)
-			send_all(c->v1, c->d1, n1);
+			send_all(c->v1, c->burst.d1, n1);
 		if (n2 && c->v2)
-			send_all(c->v2, c->d2, n2);
+			send_all(c->v2, c->burst.d2, n2);
 	}
 }
 
@@ -273,8 +289,8 @@ static int gid_index(const struct uroce_ctx *c, const uint8_t gid[16], enum uroc
 {
 	enum uroce_gid_type want = encap == UROCE_ENCAP_V1 ? UROCE_GID_V1 : UROCE_GID_V2;
 
-	for (int i = 0; i < c->ngids; i++)
-		if (c->gids[i].type == want && memcmp(c->gids[i].gid, gid, 16) == 0)
+	for (int i = 0; i < c->ifc.ngids; i++)
+		if (c->ifc.gids[i].type == want && memcmp(c->ifc.gids[i].gid, gid, 16) == 0)
 			return i;
 	return -1;
 }
@@ -314,10 +330,10 @@ static void version_drop(struct uroce_ctx *c, struct uroce_backend *b, const str
 /* Receive one burst from b into the engine; returns how many packets came (<= 0: none). */
 static int rx_burst(struct uroce_ctx *c, struct uroce_backend *b, uint64_t now)
 {
-	int n = uroce_backend_rx(b, c->rxd, CTX_BURST);
+	int n = uroce_backend_rx(b, c->burst.rxd, CTX_BURST);
 
 	for (int i = 0; i < n; i++) {
-		struct uroce_rx_pkt *p = &c->rxd[i].pkt;
+		struct uroce_rx_pkt *p = &c->burst.rxd[i].pkt;
 		int idx = gid_index(c, p->dgid, p->encap);
 
 		if (idx < 0) {
@@ -345,7 +361,7 @@ static bool do_rx(struct uroce_ctx *c, struct uroce_backend *b, uint64_t now)
 		int n = rx_burst(c, b, now);
 
 		if (n > 0)
-			c->rx_got += n;
+			c->prog.rx_got += n;
 		if (n < CTX_BURST)
 			return false;
 	}
@@ -359,7 +375,7 @@ static void drain_events(struct uroce_ctx *c)
 	struct uroce_event ev;
 
 	while (uroce_eng_poll_event(c->eng, &ev) == 1) {
-		c->comp_events += ev.type == UROCE_EVENT_COMP;
+		c->prog.comp_events += ev.type == UROCE_EVENT_COMP;
 		if (c->on_event)
 			c->on_event(c->arg, &ev);
 	}
@@ -376,34 +392,34 @@ static void stats_flush(struct uroce_ctx *c)
 {
 	uint64_t delta[UROCE_CNT_MAX];
 
-	if (!c->stats)
+	if (!c->stats.file)
 		return;
 	for (int i = 0; i < UROCE_CNT_MAX; i++) {
 		uint64_t v = uroce_eng_counter(c->eng, (enum uroce_counter)i);
 
-		delta[i] = v - c->stats_sent[i];
-		c->stats_sent[i] = v;
+		delta[i] = v - c->stats.eng_sent[i];
+		c->stats.eng_sent[i] = v;
 	}
-	uroce_stats_add_all(c->stats, delta);
+	uroce_stats_add_all(c->stats.file, delta);
 
 	uint64_t io[UROCE_IO_CNT_MAX];
 
 	for (int k = 0; k < UROCE_IO_CNT_MAX; k++) {
 		uint64_t v = io_count(c, (enum uroce_io_counter)k);
 
-		io[k] = v - c->io_sent[k]; /* a backend closed took its counts out (rebind_v2) */
-		c->io_sent[k] = v;
+		io[k] = v - c->stats.io_sent[k]; /* a backend closed took its counts out (rebind_v2) */
+		c->stats.io_sent[k] = v;
 	}
-	uroce_stats_add_io(c->stats, io);
+	uroce_stats_add_io(c->stats.file, io);
 }
 
 /* Receive and timers: a round's first half. */
 static void round_rx(struct uroce_ctx *c, uint64_t now)
 {
-	c->rx_got = 0;
+	c->prog.rx_got = 0;
 	bool more = do_rx(c, c->v2, now);
 
-	c->rx_more = do_rx(c, c->v1, now) || more;
+	c->prog.rx_more = do_rx(c, c->v1, now) || more;
 	uroce_eng_advance(c->eng, now);
 }
 
@@ -411,8 +427,8 @@ static void round_rx(struct uroce_ctx *c, uint64_t now)
 static void round_end(struct uroce_ctx *c, uint64_t now)
 {
 	drain_events(c);
-	if (now - c->stats_at > STATS_PERIOD) {
-		c->stats_at = now;
+	if (now - c->stats.at > STATS_PERIOD) {
+		c->stats.at = now;
 		stats_flush(c);
 	}
 }
@@ -512,10 +528,10 @@ void uroce_ctx_post_unlock(struct uroce_ctx *c, size_t bytes)
 static void reply_round(struct uroce_ctx *c, uint64_t now)
 {
 	bool hold = uroce_pace_reply_holds_now(&c->pace, now);
-	uint64_t events = c->comp_events;
+	uint64_t events = c->prog.comp_events;
 
 	round_rx(c, now);
-	bool responds = c->rx_got > 0 && uroce_eng_tx_responds(c->eng);
+	bool responds = c->prog.rx_got > 0 && uroce_eng_tx_responds(c->eng);
 	bool pending = uroce_eng_tx_pending(c->eng);
 
 	switch (uroce_pace_round_sends(hold, pending, pending && uroce_eng_tx_acks_only(c->eng))) {
@@ -529,7 +545,7 @@ static void reply_round(struct uroce_ctx *c, uint64_t now)
 		break;
 	}
 	round_end(c, now);
-	uroce_pace_round_ended(&c->pace, now, c->rx_got, responds || c->comp_events != events);
+	uroce_pace_round_ended(&c->pace, now, c->prog.rx_got, responds || c->prog.comp_events != events);
 }
 
 struct uroce_pace_spin uroce_ctx_spin_state(struct uroce_ctx *c)
@@ -542,7 +558,7 @@ static void *progress_main(void *arg)
 	struct uroce_ctx *c = arg;
 	struct pollfd pfd[4];
 
-	while (!atomic_load(&c->stop)) {
+	while (!atomic_load(&c->prog.stop)) {
 		int n = 0;
 		uint64_t ns =
 			uroce_pace_hold_off(&c->pace, mono_ns(), atomic_load(&c->lock_waiters));
@@ -553,16 +569,16 @@ static void *progress_main(void *arg)
 			uint64_t now = mono_ns();
 			struct uroce_pace_sleep sl = uroce_pace_plan_sleep(
 				&c->pace, now, uroce_eng_next_deadline(c->eng),
-				uroce_eng_tx_pending(c->eng), c->rx_more,
+				uroce_eng_tx_pending(c->eng), c->prog.rx_more,
 				atomic_load_explicit(&c->lock_waiters, memory_order_relaxed));
 
 			pthread_mutex_unlock(&c->lock);
 			ns = sl.ns;
 			sockets = sl.sockets;
 		}
-		pfd[n++] = (struct pollfd){ .fd = c->kick_fd, .events = POLLIN };
-		if (c->watch_fd >= 0)
-			pfd[n++] = (struct pollfd){ .fd = c->watch_fd, .events = POLLIN };
+		pfd[n++] = (struct pollfd){ .fd = c->prog.kick_fd, .events = POLLIN };
+		if (c->prog.watch_fd >= 0)
+			pfd[n++] = (struct pollfd){ .fd = c->prog.watch_fd, .events = POLLIN };
 		if (c->v2 && sockets)
 			pfd[n++] = (struct pollfd){ .fd = uroce_backend_fd(c->v2), .events = POLLIN };
 		if (c->v1 && sockets)
@@ -574,12 +590,12 @@ static void *progress_main(void *arg)
 		if (ppoll(pfd, (nfds_t)n, &ts, NULL) < 0 && errno != EINTR)
 			break;
 		bool kicked = pfd[0].revents & POLLIN;
-		bool watch = c->watch_fd >= 0 && (pfd[1].revents & POLLIN);
+		bool watch = c->prog.watch_fd >= 0 && (pfd[1].revents & POLLIN);
 
 		if (kicked) {
 			uint64_t v;
 
-			if (read(c->kick_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+			if (read(c->prog.kick_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 				break;
 		}
 		/* A lease still held (the application polled since we planned): its rounds do the
@@ -588,7 +604,7 @@ static void *progress_main(void *arg)
 			continue;
 		pthread_mutex_lock(&c->lock);
 		uroce_pace_woken(&c->pace);
-		if (watch && uroce_netif_watch_drain(c->watch_fd) > 0) {
+		if (watch && uroce_netif_watch_drain(c->prog.watch_fd) > 0) {
 			refresh(c);
 			rebind_v2(c);
 		}
@@ -649,9 +665,9 @@ static int bindable_addrs(struct uroce_ctx *c, uint8_t out[][16])
 {
 	int n = 0;
 
-	for (int i = 0; i < c->naddrs; i++)
-		if (addr_bindable(c->addrs[i], c->info.ifindex))
-			memcpy(out[n++], c->addrs[i], 16);
+	for (int i = 0; i < c->ifc.naddrs; i++)
+		if (addr_bindable(c->ifc.addrs[i], c->ifc.info.ifindex))
+			memcpy(out[n++], c->ifc.addrs[i], 16);
 	return n;
 }
 
@@ -725,11 +741,11 @@ static void rebind_v2(struct uroce_ctx *c)
 	struct uroce_backend_cfg cfg;
 
 	v2_cfg(c, &cfg, err, sizeof(err));
-	if (cfg.n_addrs == c->nbound && memcmp(cfg.addrs, c->bound, (size_t)cfg.n_addrs * 16) == 0)
+	if (cfg.n_addrs == c->ifc.nbound && memcmp(cfg.addrs, c->ifc.bound, (size_t)cfg.n_addrs * 16) == 0)
 		return;
 	if (c->v2 && cfg.n_addrs && uroce_udp_rebind(c->v2, &cfg, &c->share) == 0) {
-		c->nbound = cfg.n_addrs;
-		memcpy(c->bound, cfg.addrs, sizeof(cfg.addrs));
+		c->ifc.nbound = cfg.n_addrs;
+		memcpy(c->ifc.bound, cfg.addrs, sizeof(cfg.addrs));
 		return;
 	}
 	if (c->v2) {
@@ -739,11 +755,11 @@ static void rebind_v2(struct uroce_ctx *c)
 			;
 		stats_flush(c); /* its counts, before they go with it */
 		for (int k = 0; k < UROCE_IO_CNT_MAX; k++)
-			c->io_sent[k] -= uroce_backend_counter(c->v2, (enum uroce_io_counter)k);
+			c->stats.io_sent[k] -= uroce_backend_counter(c->v2, (enum uroce_io_counter)k);
 		uroce_backend_close(c->v2);
 	}
 	c->v2 = NULL;
-	if (open_v2(c, &c->v2, c->bound, &c->nbound, (c->def.roce & UROCE_ROCE_V2) != 0) &&
+	if (open_v2(c, &c->v2, c->ifc.bound, &c->ifc.nbound, (c->def.roce & UROCE_ROCE_V2) != 0) &&
 	    (c->def.roce & UROCE_ROCE_V2))
 		fprintf(stderr, "uroce: %s: no RoCE v2 sockets until the next address change\n",
 			c->def.name);
@@ -755,13 +771,13 @@ static int open_backends(struct uroce_ctx *c)
 	int rc;
 
 	if (c->def.roce & UROCE_ROCE_V2) {
-		rc = open_v2(c, &c->v2, c->bound, &c->nbound, true);
+		rc = open_v2(c, &c->v2, c->ifc.bound, &c->ifc.nbound, true);
 		if (rc)
 			return rc;
 	} else {
 		/* A v1-only device listens on the RoCE v2 port too, only to count and explain
 		 * the RoCE v2 requests it cannot serve (version_drop). Best effort. */
-		open_v2(c, &c->v2, c->bound, &c->nbound, false);
+		open_v2(c, &c->v2, c->ifc.bound, &c->ifc.nbound, false);
 	}
 	if (c->def.roce & UROCE_ROCE_V1) {
 		struct uroce_backend_cfg cfg = { .ifname = c->def.netdev, .err = err,
@@ -797,8 +813,8 @@ int uroce_ctx_open(const char *name, const struct uroce_ctx_cfg *cfg, struct uro
 
 	if (!c)
 		return -ENOMEM;
-	c->kick_fd = -1;
-	c->watch_fd = -1;
+	c->prog.kick_fd = -1;
+	c->prog.watch_fd = -1;
 	c->slot = -1;
 	pthread_mutex_init(&c->lock, NULL);
 	rc = uroce_rundir_path(c->rundir, sizeof(c->rundir));
@@ -808,7 +824,7 @@ int uroce_ctx_open(const char *name, const struct uroce_ctx_cfg *cfg, struct uro
 	if (rc)
 		goto fail;
 	refresh(c);
-	if (!c->info.netdev_present) {
+	if (!c->ifc.info.netdev_present) {
 		rc = -ENETDOWN;
 		goto fail;
 	}
@@ -821,7 +837,7 @@ int uroce_ctx_open(const char *name, const struct uroce_ctx_cfg *cfg, struct uro
 	struct uroce_eng_cfg ecfg;
 
 	uroce_eng_cfg_default(&ecfg);
-	ecfg.port_mtu = (uint8_t)uroce_mtu_enum(c->info.active_mtu);
+	ecfg.port_mtu = (uint8_t)uroce_mtu_enum(c->ifc.info.active_mtu);
 	/* QPNs: a slot of the run-time directory's registry, pid-derived when free
 	 * (io/share_slots.h). */
 	if (cfg && cfg->qpn_base)
@@ -840,19 +856,19 @@ int uroce_ctx_open(const char *name, const struct uroce_ctx_cfg *cfg, struct uro
 	rc = open_backends(c);
 	if (rc)
 		goto fail;
-	c->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (c->kick_fd < 0) {
+	c->prog.kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (c->prog.kick_fd < 0) {
 		rc = -errno;
 		goto fail;
 	}
-	c->watch_fd = uroce_netif_watch_open();
-	if (uroce_stats_open(c->rundir, c->def.name, &c->stats))
-		c->stats = NULL; /* counters are best effort (read-only run-time directory) */
-	c->stats_at = mono_ns();
-	rc = -pthread_create(&c->thread, NULL, progress_main, c);
+	c->prog.watch_fd = uroce_netif_watch_open();
+	if (uroce_stats_open(c->rundir, c->def.name, &c->stats.file))
+		c->stats.file = NULL; /* counters are best effort (read-only run-time directory) */
+	c->stats.at = mono_ns();
+	rc = -pthread_create(&c->prog.thread, NULL, progress_main, c);
 	if (rc)
 		goto fail;
-	c->thread_started = true;
+	c->prog.started = true;
 	*out = c;
 	return 0;
 fail:
@@ -864,18 +880,18 @@ void uroce_ctx_close(struct uroce_ctx *c)
 {
 	if (!c)
 		return;
-	if (c->thread_started) {
-		atomic_store(&c->stop, true);
+	if (c->prog.started) {
+		atomic_store(&c->prog.stop, true);
 		uroce_ctx_kick(c);
-		pthread_join(c->thread, NULL);
+		pthread_join(c->prog.thread, NULL);
 	}
 	if (c->eng) {
 		/* Whatever is queued goes out before the sockets close (a last ACK, a DREQ). */
 		round_at(c, mono_ns(), true);
 		stats_flush(c);
 	}
-	if (c->stats)
-		uroce_stats_close(c->stats);
+	if (c->stats.file)
+		uroce_stats_close(c->stats.file);
 	if (c->v2)
 		uroce_backend_close(c->v2);
 	if (c->v1)
@@ -887,10 +903,10 @@ void uroce_ctx_close(struct uroce_ctx *c)
 	uroce_eng_destroy(c->eng);
 	if (c->slot >= 0)
 		uroce_share_slot_put(c->rundir, c->slot);
-	if (c->kick_fd >= 0)
-		close(c->kick_fd);
-	if (c->watch_fd >= 0)
-		close(c->watch_fd);
+	if (c->prog.kick_fd >= 0)
+		close(c->prog.kick_fd);
+	if (c->prog.watch_fd >= 0)
+		close(c->prog.watch_fd);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }
@@ -915,7 +931,7 @@ void uroce_ctx_kick(struct uroce_ctx *c)
 {
 	uint64_t one = 1;
 
-	if (write(c->kick_fd, &one, sizeof(one)) < 0) {
+	if (write(c->prog.kick_fd, &one, sizeof(one)) < 0) {
 		/* EAGAIN: the counter is already non-zero, the thread will wake. */
 	}
 }
@@ -933,16 +949,16 @@ const struct uroce_devdef *uroce_ctx_devdef(const struct uroce_ctx *c)
 void uroce_ctx_devinfo(struct uroce_ctx *c, struct uroce_devinfo *out)
 {
 	pthread_mutex_lock(&c->lock);
-	*out = c->info;
+	*out = c->ifc.info;
 	pthread_mutex_unlock(&c->lock);
 }
 
 int uroce_ctx_gids(struct uroce_ctx *c, struct uroce_gid_entry *out, int max)
 {
 	pthread_mutex_lock(&c->lock);
-	int n = c->ngids < max ? c->ngids : max;
+	int n = c->ifc.ngids < max ? c->ifc.ngids : max;
 
-	memcpy(out, c->gids, (size_t)n * sizeof(*out));
+	memcpy(out, c->ifc.gids, (size_t)n * sizeof(*out));
 	pthread_mutex_unlock(&c->lock);
 	return n;
 }
