@@ -9,7 +9,6 @@
 #include "host/io/backend.h"
 #include "host/io/pcap_sink.h"
 
-
 /*
  * Wrap *b in a tap that writes every frame sent (as the peer will receive it, ICRC computed with
  * IPv4 ID 0, corruption included) and received (with the recovered IPv4 ID) to sink, so that
