@@ -158,4 +158,21 @@ static inline int check_exit(const char *name)
 	return check_failures ? 1 : 0;
 }
 
+/*
+ * check_exit() for a program whose checks are made in another file too (a test kit linked with
+ * it): the counters above are per file, so kit_checks reports the kit's count and failures, and
+ * they are added to this file's before the verdict.
+ */
+static inline int check_exit_with(const char *name,
+				  void (*kit_checks)(long *count, int *failures))
+{
+	long n;
+	int failed;
+
+	kit_checks(&n, &failed);
+	check_count += n;
+	check_failures += failed;
+	return check_exit(name);
+}
+
 #endif

@@ -5,7 +5,8 @@
  * and checking each arrival, byte for byte and header by header, against what was sent.
  *
  * The kit's functions record failures with check.h's CHECK. check.h counts per file, so a
- * program ends with `return io_kit_check_exit(NAME)`, which adds the kit's counts to its own.
+ * program ends with `return check_exit_with(NAME, io_kit_checks)`, which adds the kit's counts
+ * to its own.
  * Single-threaded, like the programs: the kit keeps its buffers in static storage.
  */
 #ifndef UROCE_TESTS_IO_KIT_H
@@ -27,20 +28,8 @@ extern uint8_t payload_mem[MAXPAY + 64];
 /* Fill payload_mem with its pattern. Call first, in main. */
 void io_kit_init(void);
 
-/* The kit's CHECK count and failures so far (see io_kit_check_exit). */
+/* The kit's CHECK count and failures so far (for check_exit_with). */
 void io_kit_checks(long *count, int *failures);
-
-/* check_exit(name) over the calling program's checks and the kit's together. */
-static inline int io_kit_check_exit(const char *name)
-{
-	long n;
-	int failed;
-
-	io_kit_checks(&n, &failed);
-	check_count += n;
-	check_failures += failed;
-	return check_exit(name);
-}
 
 /* CLOCK_MONOTONIC in milliseconds. */
 uint64_t mono_ms(void);

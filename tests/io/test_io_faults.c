@@ -329,7 +329,7 @@ static int test_faults(void)
 	}
 	CHECK(a && b);
 	if (!a || !b)
-		return io_kit_check_exit("io_faults");
+		return check_exit_with("io_faults", io_kit_checks);
 
 	struct count_ctx c1, c2;
 	uint64_t lost;
@@ -363,7 +363,7 @@ static int test_faults(void)
 
 	uroce_backend_close(a);
 	uroce_backend_close(b);
-	return io_kit_check_exit("io_faults");
+	return check_exit_with("io_faults", io_kit_checks);
 }
 
 int main(void)

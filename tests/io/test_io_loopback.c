@@ -303,7 +303,7 @@ static int test_loopback(const char *pcap, int fixed_port)
 	}
 	CHECK(a && b);
 	if (!a || !b)
-		return io_kit_check_exit("io_loopback");
+		return check_exit_with("io_loopback", io_kit_checks);
 	printf("loopback: port %u\n", port);
 
 	struct uroce_pcap_sink *sink = NULL;
@@ -502,7 +502,7 @@ static int test_loopback(const char *pcap, int fixed_port)
 				    uroce_backend_counter(b, UROCE_IO_PCAP_RX)));
 	uroce_backend_close(a);
 	uroce_backend_close(b);
-	return io_kit_check_exit("io_loopback");
+	return check_exit_with("io_loopback", io_kit_checks);
 }
 
 int main(int argc, char **argv)

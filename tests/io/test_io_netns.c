@@ -105,7 +105,7 @@ static int test_netns(const char *nsa, const char *nsb, const char *ifa, const c
 	struct uroce_backend *pb = open_in(nsb, &uroce_packet_ops, ifb, NULL, 0);
 
 	if (!pa || !pb)
-		return io_kit_check_exit("io_netns");
+		return check_exit_with("io_netns", io_kit_checks);
 
 	/* v1 first, while the neighbour tables are empty: resolution must be triggered. */
 	uint8_t mac4[6], mac6[6], macll[6], ll_b[16];
@@ -198,7 +198,7 @@ static int test_netns(const char *nsa, const char *nsb, const char *ifa, const c
 	struct uroce_backend *ub = open_in(nsb, &uroce_udp_ops, ifb, (const uint8_t(*)[16])ba, 2);
 
 	if (!ua || !ub)
-		return io_kit_check_exit("io_netns");
+		return check_exit_with("io_netns", io_kit_checks);
 	struct uroce_path p = {.encap = UROCE_ENCAP_V2_IPV4, .traffic_class = 0x02};
 
 	memcpy(p.sgid, a4, 16);
@@ -212,7 +212,7 @@ static int test_netns(const char *nsa, const char *nsb, const char *ifa, const c
 	every_opcode(ub, ua, &p, 5, "v2/IPv6 across netns");
 	uroce_backend_close(ua);
 	uroce_backend_close(ub);
-	return io_kit_check_exit("io_netns");
+	return check_exit_with("io_netns", io_kit_checks);
 }
 
 int main(int argc, char **argv)

@@ -205,7 +205,7 @@ static int test_solver(const char *vectors)
 	if (vectors)
 		golden_ids(vectors);
 	free(cache);
-	return io_kit_check_exit("io_solver");
+	return check_exit_with("io_solver", io_kit_checks);
 }
 
 int main(int argc, char **argv)

@@ -236,7 +236,7 @@ static int test_gsi_v1(const char *dev, const char *ifname)
 	if (check_failures == 0)
 		test_gsi_procs(&t, path);
 	close(t.fd);
-	return workers_check_exit("v1gsi");
+	return check_exit_with("v1gsi", workers_checks);
 }
 
 int main(int argc, char **argv)
@@ -255,5 +255,5 @@ int main(int argc, char **argv)
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", tmp);
-	return workers_check_exit("gsi");
+	return check_exit_with("gsi", workers_checks);
 }

@@ -263,5 +263,5 @@ int main(int argc, char **argv)
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", tmp);
-	return workers_check_exit("procs");
+	return check_exit_with("procs", workers_checks);
 }

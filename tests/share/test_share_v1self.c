@@ -31,7 +31,7 @@ static int test_v1self(const char *dev)
 
 	CHECKF(rc == 0, "open %s: %s", dev, strerror(-rc));
 	if (rc)
-		return workers_check_exit("v1self");
+		return check_exit_with("v1self", workers_checks);
 	CHECK(w_qp(0, 0, &r[0]) == 0);
 	CHECK(w_qp(1, 0, &r[1]) == 0);
 	CHECK(w_connect(0, r[1].qpn) == 0);
@@ -79,7 +79,7 @@ static int test_v1self(const char *dev)
 	uroce_ctx_close(x);
 	close(W->evfd);
 	free(W);
-	return workers_check_exit("v1self");
+	return check_exit_with("v1self", workers_checks);
 }
 
 int main(int argc, char **argv)

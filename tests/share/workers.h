@@ -7,7 +7,7 @@
  * W. Waits are bounded polls (completion eventfd, socketpair replies).
  *
  * spawn() and bye() record failures with check.h's CHECK. check.h counts per file, so a program
- * ends with `return workers_check_exit(NAME)`, which adds these counts to its own.
+ * ends with `return check_exit_with(NAME, workers_checks)`, which adds these counts to its own.
  */
 #ifndef UROCE_TESTS_SHARE_WORKERS_H
 #define UROCE_TESTS_SHARE_WORKERS_H
@@ -84,20 +84,8 @@ extern struct worker *W;
 extern const char *w_dev;
 extern enum uroce_gid_type w_gtype;
 
-/* The kit's CHECK count and failures so far (see workers_check_exit). */
+/* The kit's CHECK count and failures so far (for check_exit_with). */
 void workers_checks(long *count, int *failures);
-
-/* check_exit(name) over the calling program's checks and the kit's together. */
-static inline int workers_check_exit(const char *name)
-{
-	long n;
-	int failed;
-
-	workers_checks(&n, &failed);
-	check_count += n;
-	check_failures += failed;
-	return check_exit(name);
-}
 
 /* Whether p[0..len) holds the pattern a SEND or WRITE with this seed carries. */
 int same(const uint8_t *p, uint32_t len, uint32_t seed);
