@@ -246,15 +246,6 @@ static int stub_query_rt_values(struct ibv_context *c, struct ibv_values_ex *v)
 	return EOPNOTSUPP;
 }
 
-/* Extended CQs are not implemented; UCX then falls back to ibv_create_cq (EOPNOTSUPP). */
-static struct ibv_cq_ex *stub_create_cq_ex(struct ibv_context *c, struct ibv_cq_init_attr_ex *a)
-{
-	(void)c;
-	(void)a;
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
 static int stub_destroy_flow(struct ibv_flow *f)
 {
 	(void)f;
@@ -411,7 +402,7 @@ void uroce_compat_ctx_set_ops(struct compat_ctx *ctx)
 	v->modify_wq = stub_modify_wq;
 	v->create_wq = stub_create_wq;
 	v->query_rt_values = stub_query_rt_values;
-	v->create_cq_ex = stub_create_cq_ex;
+	v->create_cq_ex = uroce_compat_create_cq_ex;
 	v->priv = NULL;
 	v->query_device_ex = uroce_compat_query_device_ex_op;
 	/* Old (libibverbs 1.1.8) applications look for the flow verbs at the placeholders. */

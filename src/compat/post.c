@@ -243,21 +243,22 @@ static void wc_to_ibv(const struct uroce_wc *u, struct ibv_wc *w)
 	w->dlid_path_bits = 0;
 }
 
-int uroce_compat_poll_cq(struct ibv_cq *ibcq, int num, struct ibv_wc *wc)
+/*
+ * Up to num completions from the engine CQ, into wc (converted) or, when wc is NULL, into raw
+ * as they are. Takes and releases the context lock.
+ */
+static int poll_paced(struct compat_cq *cq, int num, struct ibv_wc *wc, struct uroce_wc *raw)
 {
-	struct compat_cq *cq = compat_container_of(ibcq, struct compat_cq, cq);
-	struct uroce_ctx *uc = compat_uc(ibcq->context);
+	struct uroce_ctx *uc = compat_uc(cq->cq.context);
 	struct uroce_wc uwc[BATCH];
 	int total = 0;
 
-	if (num < 0)
-		return -1;
 	uroce_ctx_lock(uc);
 	for (bool progressed = false;;) {
 		int want = num - total < BATCH ? num - total : BATCH;
-		int n = uroce_cq_poll(cq->ecq, want, uwc);
+		int n = uroce_cq_poll(cq->ecq, want, wc ? uwc : raw + total);
 
-		for (int i = 0; i < n; i++)
+		for (int i = 0; wc && i < n; i++)
 			wc_to_ibv(&uwc[i], &wc[total + i]);
 		total += n;
 		if (n == want && total < num)
@@ -280,6 +281,32 @@ int uroce_compat_poll_cq(struct ibv_cq *ibcq, int num, struct ibv_wc *wc)
 		progressed = true;
 	}
 	uroce_ctx_unlock(uc);
+	return total;
+}
+
+int uroce_compat_cq_take(struct compat_cq *cq, int num, struct uroce_wc *uwc)
+{
+	return poll_paced(cq, num, NULL, uwc);
+}
+
+int uroce_compat_poll_cq(struct ibv_cq *ibcq, int num, struct ibv_wc *wc)
+{
+	struct compat_cq *cq = compat_container_of(ibcq, struct compat_cq, cq);
+	int total = 0;
+
+	if (num < 0)
+		return -1;
+	if (!cq->is_ex)
+		return poll_paced(cq, num, wc, NULL);
+	/* An extended CQ hands out what its poll API took from the engine first: order holds. */
+	if (!cq->single_threaded)
+		pthread_mutex_lock(&cq->poll_lock);
+	for (; total < num && cq->pos < cq->n; total++)
+		wc_to_ibv(&cq->buf[cq->pos++], &wc[total]);
+	if (total < num)
+		total += poll_paced(cq, num - total, wc + total, NULL);
+	if (!cq->single_threaded)
+		pthread_mutex_unlock(&cq->poll_lock);
 	return total;
 }
 

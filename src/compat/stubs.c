@@ -41,13 +41,6 @@ int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, si
 	return IBV_REREG_MR_ERR_INPUT; /* the old MR stays valid */
 }
 
-int ibv_resize_cq(struct ibv_cq *cq, int cqe)
-{
-	(void)cq;
-	(void)cqe;
-	return EOPNOTSUPP;
-}
-
 struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 {
 	/* rdma-core returns NULL unless the QP was made with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,

@@ -227,6 +227,12 @@ int uroce_cq_poll(struct uroce_cq *cq, int n, struct uroce_wc *wc);
  * UROCE_EVENT_COMP once. */
 int uroce_cq_req_notify(struct uroce_cq *cq, bool solicited_only);
 uint32_t uroce_cq_count(const struct uroce_cq *cq);
+/*
+ * Make the CQ hold cqe entries, keeping the completions queued in it, oldest first. -EINVAL
+ * when cqe is 0, beyond UROCE_MAX_CQE or below uroce_cq_count(); -ENOMEM leaves the CQ as it
+ * was. An armed notification stays armed.
+ */
+int uroce_cq_resize(struct uroce_cq *cq, uint32_t cqe);
 
 /* ---- shared receive queues ------------------------------------------------------------- */
 

@@ -313,6 +313,31 @@ uint32_t uroce_cq_count(const struct uroce_cq *cq)
 	return cq->tail - cq->head;
 }
 
+int uroce_cq_resize(struct uroce_cq *cq, uint32_t cqe)
+{
+	uint32_t count = cq->tail - cq->head;
+	uint32_t size = uroce_pow2(cqe);
+
+	if (cqe == 0 || cqe > UROCE_MAX_CQE || cqe < count)
+		return -EINVAL;
+	if (size != cq->size) {
+		struct uroce_wc *ring = calloc(size, sizeof(*ring));
+
+		if (!ring)
+			return -ENOMEM;
+		/* The queued completions move to the start of the new ring, in order. */
+		for (uint32_t i = 0; i < count; i++)
+			ring[i] = cq->ring[(cq->head + i) & (cq->size - 1)];
+		free(cq->ring);
+		cq->ring = ring;
+		cq->size = size;
+		cq->head = 0;
+		cq->tail = count;
+	}
+	cq->cqe = cqe;
+	return 0;
+}
+
 /* ---- receive queues and SRQs ----------------------------------------------------------- */
 
 int uroce_rq_pop(struct uroce_rq *rq, struct uroce_rwqe *out, struct uroce_sge *sge_out)
