@@ -80,6 +80,11 @@ struct compat_mr {
 	struct uroce_mr *emr;
 };
 
+struct compat_mw {
+	struct ibv_mw mw;
+	struct uroce_mw *emw;
+};
+
 struct compat_ah {
 	struct ibv_ah ah;
 	struct uroce_ah *eah;
@@ -148,6 +153,11 @@ int uroce_compat_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 			       struct ibv_recv_wr **bad);
 int uroce_compat_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc);
 int uroce_compat_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+
+/* mw.c: the memory window ops */
+struct ibv_mw *uroce_compat_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int uroce_compat_dealloc_mw(struct ibv_mw *mw);
+int uroce_compat_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind);
 
 /* query.c */
 int uroce_compat_query_port_op(struct ibv_context *c, uint8_t port, struct ibv_port_attr *attr,
