@@ -256,6 +256,7 @@ static void test_mw(struct ibv_context *ctx, struct ibv_pd *pd, int gid_idx)
 	swr.send_flags = IBV_SEND_SIGNALED;
 	swr.invalidate_rkey = k2;
 	CHECK_EQ(ibv_post_send(a.qp, &swr, &sbad), 0);
+	printf("SEND_WITH_INV R_Key 0x%08x\n", k2); /* mw_capture.sh finds it in the capture */
 	CHECK_EQ(poll_one(b.cq, &wc), IBV_WC_SUCCESS);
 	CHECK(wc.wr_id == 0xC && wc.opcode == IBV_WC_RECV && wc.byte_len == 17);
 	CHECK((wc.wc_flags & IBV_WC_WITH_INV) && !(wc.wc_flags & IBV_WC_WITH_IMM));
