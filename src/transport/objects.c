@@ -88,7 +88,7 @@ int uroce_mr_reg(struct uroce_pd *pd, void *addr, size_t len, uint64_t iova, uns
 
 int uroce_mr_dereg(struct uroce_mr *mr)
 {
-	/* As rxe: a region does not go while windows are bound to it. */
+	/* IBTA 10.6.7.2.6, as rxe: a region does not go while windows are bound to it. */
 	if (mr->nmw)
 		return -EBUSY;
 	mr->pd->refs--;
