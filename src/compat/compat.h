@@ -81,6 +81,11 @@ struct compat_mr {
 	struct uroce_mr *emr;
 };
 
+struct compat_mw {
+	struct ibv_mw mw;
+	struct uroce_mw *emw;
+};
+
 struct compat_ah {
 	struct ibv_ah ah;
 	struct uroce_ah *eah;
@@ -190,6 +195,10 @@ void uroce_compat_cq_ex_init(struct compat_cq *cq, uint64_t wc_flags);
 	((uint64_t)(IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM |     \
 		    IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL |          \
 		    IBV_WC_EX_WITH_DLID_PATH_BITS))
+/* mw.c: the memory window ops */
+struct ibv_mw *uroce_compat_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int uroce_compat_dealloc_mw(struct ibv_mw *mw);
+int uroce_compat_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind);
 
 /* query.c */
 int uroce_compat_query_port_op(struct ibv_context *c, uint8_t port, struct ibv_port_attr *attr,

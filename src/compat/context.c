@@ -17,28 +17,6 @@ _Static_assert(offsetof(struct ibv_context, abi_compat) == 320, "ibv_context.abi
 
 /* ---- ibv_context.ops stubs ----------------------------------------------------------------- */
 
-static struct ibv_mw *stub_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
-{
-	(void)pd;
-	(void)type;
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
-static int stub_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
-{
-	(void)qp;
-	(void)mw;
-	(void)bind;
-	return EOPNOTSUPP;
-}
-
-static int stub_dealloc_mw(struct ibv_mw *mw)
-{
-	(void)mw;
-	return EOPNOTSUPP;
-}
-
 /* The _compat_* slots: no application built against rdma-core calls them. */
 static void *stub_compat(void)
 {
@@ -351,9 +329,9 @@ void uroce_compat_ctx_set_ops(struct compat_ctx *ctx)
 	o->_compat_reg_mr = compat;
 	o->_compat_rereg_mr = compat;
 	o->_compat_dereg_mr = compat;
-	o->alloc_mw = stub_alloc_mw;
-	o->bind_mw = stub_bind_mw;
-	o->dealloc_mw = stub_dealloc_mw;
+	o->alloc_mw = uroce_compat_alloc_mw;
+	o->bind_mw = uroce_compat_bind_mw;
+	o->dealloc_mw = uroce_compat_dealloc_mw;
 	o->_compat_create_cq = compat;
 	o->poll_cq = uroce_compat_poll_cq;
 	o->req_notify_cq = uroce_compat_req_notify_cq;

@@ -84,7 +84,7 @@ static int send_wr_from_ibv(const struct ibv_qp *qp, const struct ibv_send_wr *w
 			(IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | IBV_SEND_INLINE);
 	u->imm_data = 0;
 	u->invalidate_rkey = 0;
-	if (w->opcode == IBV_WR_SEND_WITH_INV)
+	if (w->opcode == IBV_WR_SEND_WITH_INV || w->opcode == IBV_WR_LOCAL_INV)
 		u->invalidate_rkey = w->invalidate_rkey;
 	else
 		u->imm_data =
@@ -111,11 +111,24 @@ static int send_wr_from_ibv(const struct ibv_qp *qp, const struct ibv_send_wr *w
 		u->wr.atomic.swap = w->wr.atomic.swap;
 		u->wr.atomic.rkey = w->wr.atomic.rkey;
 		break;
+	case IBV_WR_BIND_MW: {
+		const struct ibv_mw_bind_info *b = &w->bind_mw.bind_info;
+
+		if (!w->bind_mw.mw)
+			return -EINVAL;
+		u->wr.bind_mw.mw = compat_container_of(w->bind_mw.mw, struct compat_mw, mw)->emw;
+		u->wr.bind_mw.mr =
+			b->mr ? compat_container_of(b->mr, struct compat_mr, mr)->emr : NULL;
+		u->wr.bind_mw.addr = b->addr;
+		u->wr.bind_mw.length = b->length;
+		u->wr.bind_mw.rkey = w->bind_mw.rkey;
+		u->wr.bind_mw.access = b->mw_access_flags;
+		break;
+	}
 	case IBV_WR_SEND:
 	case IBV_WR_SEND_WITH_IMM:
 	case IBV_WR_SEND_WITH_INV:
 	case IBV_WR_LOCAL_INV:
-	case IBV_WR_BIND_MW:
 	case IBV_WR_TSO:
 	case IBV_WR_DRIVER1:
 	case IBV_WR_ATOMIC_WRITE:

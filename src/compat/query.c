@@ -53,12 +53,15 @@ static void fill_device_attr(struct compat_ctx *ctx, struct ibv_device_attr *a)
 	a->max_qp = (int)cfg.max_qp;
 	a->max_qp_wr = UROCE_MAX_QP_WR;
 	/* No PORT_ACTIVE_EVENT: interface changes do not raise port events (yet). */
-	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID;
+	/* Memory windows: type 1 and type 2B (bound to a QP), as rxe. */
+	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |
+			      IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
 	a->max_sge = UROCE_MAX_SGE;
 	a->max_sge_rd = UROCE_MAX_SGE;
 	a->max_cq = (int)cfg.max_cq;
 	a->max_cqe = UROCE_MAX_CQE;
 	a->max_mr = (int)cfg.max_mr;
+	a->max_mw = (int)cfg.max_mw;
 	a->max_pd = (int)cfg.max_pd;
 	a->max_qp_rd_atom = UROCE_MAX_RD_ATOMIC;
 	a->max_ee_rd_atom = 0;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Protection domains, memory regions and their checks, address handles, CQs, SRQs. */
+/* Protection domains, memory regions, memory windows and their checks, address handles, CQs,
+ * SRQs. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,9 @@ int uroce_mr_reg(struct uroce_pd *pd, void *addr, size_t len, uint64_t iova, uns
 
 int uroce_mr_dereg(struct uroce_mr *mr)
 {
+	/* IBTA 10.6.7.2.6, as rxe: a region does not go while windows are bound to it. */
+	if (mr->nmw)
+		return -EBUSY;
 	mr->pd->refs--;
 	mr->eng->mrs[mr->idx] = NULL;
 	free(mr);
@@ -105,7 +109,7 @@ uint32_t uroce_mr_rkey(const struct uroce_mr *mr)
 
 struct uroce_mr *uroce_mr_lookup(struct uroce_eng *e, uint32_t key)
 {
-	uint32_t i = key >> 8;
+	uint32_t i = key >> 8; /* a window's key (top bit set) is beyond max_mr */
 
 	if (i == 0 || i > e->cfg.max_mr)
 		return NULL;
@@ -123,6 +127,191 @@ uint8_t *uroce_mr_ptr(struct uroce_mr *mr, struct uroce_pd *pd, uint64_t va, uin
 	if (va < mr->iova || va - mr->iova > mr->len || len > mr->len - (va - mr->iova))
 		return NULL;
 	return mr->addr + (va - mr->iova);
+}
+
+/* ---- MW (IBTA 10.6.7; rxe_mw.c) ---------------------------------------------------------- */
+
+/* The access rights a window may carry. */
+#define MW_ACCESS_KNOWN                                                                  \
+	(UROCE_ACCESS_LOCAL_WRITE | UROCE_ACCESS_REMOTE_WRITE | UROCE_ACCESS_REMOTE_READ | \
+	 UROCE_ACCESS_REMOTE_ATOMIC | UROCE_ACCESS_ZERO_BASED)
+
+int uroce_mw_alloc(struct uroce_pd *pd, enum uroce_mw_type type, struct uroce_mw **out)
+{
+	struct uroce_eng *e = pd->eng;
+
+	if (type != UROCE_MW_TYPE_1 && type != UROCE_MW_TYPE_2)
+		return -EINVAL;
+	int i = e->cfg.max_mw ? slot_alloc((void **)e->mws, e->cfg.max_mw) : -ENOMEM;
+
+	if (i < 0)
+		return i;
+	struct uroce_mw *mw = calloc(1, sizeof(*mw));
+
+	if (!mw)
+		return -ENOMEM;
+	mw->eng = e;
+	mw->pd = pd;
+	mw->type = type;
+	mw->idx = (uint32_t)i;
+	mw->serial = ++e->mw_serial;
+	e->mr_gen++;
+	mw->key = UROCE_MW_KEY_BIT | (uint32_t)(i + 1) << 8 | e->mr_gen;
+	e->mws[i] = mw;
+	pd->refs++;
+	*out = mw;
+	return 0;
+}
+
+static void mw_unbind(struct uroce_mw *mw)
+{
+	if (mw->mr)
+		mw->mr->nmw--;
+	mw->mr = NULL;
+	mw->qp = NULL;
+	mw->addr = 0;
+	mw->len = 0;
+	mw->access = 0;
+}
+
+int uroce_mw_dealloc(struct uroce_mw *mw)
+{
+	mw_unbind(mw);
+	mw->pd->refs--;
+	mw->eng->mws[mw->idx] = NULL;
+	free(mw);
+	return 0;
+}
+
+uint32_t uroce_mw_rkey(const struct uroce_mw *mw)
+{
+	return mw->key;
+}
+
+/* The window whose R_Key is key (key byte included), or NULL. */
+static struct uroce_mw *mw_lookup(struct uroce_eng *e, uint32_t key)
+{
+	if (!(key & UROCE_MW_KEY_BIT))
+		return NULL;
+	uint32_t i = (key & ~UROCE_MW_KEY_BIT) >> 8;
+
+	if (i == 0 || i > e->cfg.max_mw)
+		return NULL;
+	struct uroce_mw *mw = e->mws[i - 1];
+
+	return mw && mw->key == key ? mw : NULL;
+}
+
+uint8_t *uroce_rkey_ptr(struct uroce_qp *qp, uint32_t rkey, uint64_t va, uint64_t len,
+			unsigned access)
+{
+	if (!(rkey & UROCE_MW_KEY_BIT))
+		return uroce_mr_ptr(uroce_mr_lookup(qp->eng, rkey), qp->pd, va, len, access);
+	struct uroce_mw *mw = mw_lookup(qp->eng, rkey);
+
+	/* Bound, same PD, the rights asked for, and a type 2B window only through its QP
+	 * (rxe_lookup_mw). The region's own remote rights do not matter: the window's do. */
+	if (!mw || !mw->mr || mw->pd != qp->pd || (mw->access & access) != access ||
+	    (mw->type == UROCE_MW_TYPE_2 && mw->qp != qp))
+		return NULL;
+	/* [va, va + len) inside the window; a zero-based window takes offsets. */
+	uint64_t off;
+
+	if (mw->access & UROCE_ACCESS_ZERO_BASED) {
+		off = va;
+	} else {
+		if (va < mw->addr)
+			return NULL;
+		off = va - mw->addr;
+	}
+	if (off > mw->len || len > mw->len - off)
+		return NULL;
+	return uroce_mr_ptr(mw->mr, mw->pd, mw->addr + off, len, 0);
+}
+
+/* The checks of a bind (IBTA 10.6.7.2, rxe_check_bind_mw): 0 or -EINVAL. */
+static int mw_bind_check(const struct uroce_qp *qp, const struct uroce_mw *mw,
+			 const struct uroce_mr *mr, uint64_t addr, uint64_t len, unsigned access)
+{
+	if (access & ~(unsigned)MW_ACCESS_KNOWN)
+		return -EINVAL;
+	if (mw->type == UROCE_MW_TYPE_1) {
+		/* o10-36.2.2: no zero-based type 1 windows. */
+		if (access & UROCE_ACCESS_ZERO_BASED)
+			return -EINVAL;
+	} else {
+		/* o10-37.2.30: a type 2 window is bound only when free; C10-72: through a QP of
+		 * its PD; o10-37.2.40: never to nothing (that is what invalidation is for). */
+		if (mw->mr || qp->pd != mw->pd || !mr || !len)
+			return -EINVAL;
+	}
+	if (!mr)
+		return 0;
+	if (mr->pd != mw->pd || (mr->access & UROCE_ACCESS_ZERO_BASED))
+		return -EINVAL;
+	/* C10-73: the region allows binding; C10-74: remote write and atomic rights need
+	 * local write on the region. */
+	if (!(mr->access & UROCE_ACCESS_MW_BIND))
+		return -EINVAL;
+	if ((access & (UROCE_ACCESS_REMOTE_WRITE | UROCE_ACCESS_REMOTE_ATOMIC)) &&
+	    !(mr->access & UROCE_ACCESS_LOCAL_WRITE))
+		return -EINVAL;
+	/* C10-75: the window lies inside the region. */
+	if (addr < mr->iova || addr - mr->iova > mr->len || len > mr->len - (addr - mr->iova))
+		return -EINVAL;
+	return 0;
+}
+
+enum uroce_wc_status uroce_mw_bind(struct uroce_qp *qp, const struct uroce_swqe *w)
+{
+	struct uroce_eng *e = qp->eng;
+	uint64_t len = w->wr.wr.bind_mw.length;
+	struct uroce_mw *mw = w->mw_idx < e->cfg.max_mw ? e->mws[w->mw_idx] : NULL;
+	struct uroce_mr *mr = NULL;
+
+	if (!mw || mw->serial != w->mw_serial)
+		return UROCE_WC_MW_BIND_ERR; /* deallocated since the post */
+	if (len) {
+		mr = uroce_mr_lookup(e, w->mr_key);
+		if (!mr)
+			return UROCE_WC_MW_BIND_ERR;
+	}
+	if (mw_bind_check(qp, mw, mr, w->wr.wr.bind_mw.addr, len, w->wr.wr.bind_mw.access))
+		return UROCE_WC_MW_BIND_ERR;
+	mw_unbind(mw);
+	mw->key = (mw->key & ~0xFFu) | (w->wr.wr.bind_mw.rkey & 0xFFu);
+	if (mr) {
+		mw->mr = mr;
+		mr->nmw++;
+		mw->addr = w->wr.wr.bind_mw.addr;
+		mw->len = len;
+		mw->access = w->wr.wr.bind_mw.access;
+		if (mw->type == UROCE_MW_TYPE_2)
+			mw->qp = qp;
+	}
+	return UROCE_WC_SUCCESS;
+}
+
+int uroce_mw_invalidate(struct uroce_qp *qp, uint32_t rkey)
+{
+	struct uroce_mw *mw = mw_lookup(qp->eng, rkey);
+
+	/* o10-37.2.26: type 1 windows are not invalidated; a region's key names no window (uroce
+	 * has no fast-registration regions, the only ones rxe invalidates). A type 2B window is
+	 * invalidated only through the QP it is bound to. */
+	if (!mw || mw->type != UROCE_MW_TYPE_2 || !mw->mr || mw->qp != qp)
+		return -EINVAL;
+	mw_unbind(mw);
+	return 0;
+}
+
+void uroce_mw_forget_qp(struct uroce_qp *qp)
+{
+	struct uroce_eng *e = qp->eng;
+
+	for (uint32_t i = 0; i < e->cfg.max_mw; i++)
+		if (e->mws[i] && e->mws[i]->qp == qp)
+			mw_unbind(e->mws[i]);
 }
 
 /* Walk the SGE list to offset off; calls fn on each contiguous piece of [off, off + len). */
