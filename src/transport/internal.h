@@ -49,6 +49,7 @@ struct uroce_mr {
 	uint32_t key; /* lkey == rkey */
 	unsigned access;
 	uint32_t idx;
+	bool implicit; /* the whole address space: addr NULL, iova 0, len SIZE_MAX */
 };
 
 struct uroce_ah {
@@ -240,6 +241,9 @@ struct uroce_eng {
 	/* bounce buffers for payloads that span SGEs */
 	uint8_t *bounce;
 	uint32_t bounce_used;
+	/* the host's check of memory reached through implicit regions */
+	uroce_mem_probe_fn mem_probe;
+	void *mem_probe_arg;
 };
 
 static inline void uroce_count(struct uroce_eng *e, enum uroce_counter c)
