@@ -404,7 +404,9 @@ struct uroce_qp_attr {
 
 int uroce_qp_create(struct uroce_pd *pd, const struct uroce_qp_init *init, struct uroce_qp **out);
 /* The IBTA transition table: an illegal transition or a missing required attribute (or one not
- * allowed for the transition) gives -EINVAL and changes nothing. Moving to ERR flushes. */
+ * allowed for the transition) gives -EINVAL and changes nothing. Moving to ERR flushes. Moving
+ * to RESET empties the queues and removes the QP's completions still in its CQs (as libmlx5
+ * and libmlx4 do). */
 int uroce_qp_modify(struct uroce_qp *qp, const struct uroce_qp_attr *attr, unsigned mask);
 int uroce_qp_query(const struct uroce_qp *qp, struct uroce_qp_attr *attr,
 		   struct uroce_qp_init *init);

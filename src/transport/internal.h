@@ -273,6 +273,8 @@ const uint8_t *uroce_sge_contig(struct uroce_eng *e, struct uroce_pd *pd,
 int uroce_sge_scatter(struct uroce_eng *e, struct uroce_pd *pd, const struct uroce_sge *sge,
 		      uint32_t nsge, uint32_t off, const uint8_t *src, uint32_t len);
 bool uroce_cq_push(struct uroce_cq *cq, const struct uroce_wc *wc, bool solicited);
+/* Remove qpn's completions from cq, keeping the others in order. */
+void uroce_cq_clean(struct uroce_cq *cq, uint32_t qpn);
 int uroce_rq_pop(struct uroce_rq *rq, struct uroce_rwqe *out, struct uroce_sge *sge_out);
 void uroce_srq_check_limit(struct uroce_srq *srq);
 

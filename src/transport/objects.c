@@ -419,6 +419,19 @@ int uroce_cq_poll(struct uroce_cq *cq, int n, struct uroce_wc *wc)
 	return i;
 }
 
+void uroce_cq_clean(struct uroce_cq *cq, uint32_t qpn)
+{
+	uint32_t keep = cq->head;
+
+	for (uint32_t i = cq->head; i != cq->tail; i++) {
+		const struct uroce_wc *wc = &cq->ring[i & (cq->size - 1)];
+
+		if (wc->qp_num != qpn)
+			cq->ring[keep++ & (cq->size - 1)] = *wc;
+	}
+	cq->tail = keep;
+}
+
 int uroce_cq_req_notify(struct uroce_cq *cq, bool solicited_only)
 {
 	/* A solicited-only request does not weaken an armed "any" request (IBTA 11.4.2.2). */

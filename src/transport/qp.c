@@ -498,6 +498,12 @@ int uroce_qp_modify(struct uroce_qp *qp, const struct uroce_qp_attr *a, unsigned
 	switch (next) {
 	case UROCE_QPS_RESET:
 		qp_reset(qp);
+		/* Completions of the QP's previous life (flushes, errors) go with it, as libmlx5
+		 * and libmlx4 clean their CQs on RESET: a QP brought back from ERR must not hand
+		 * them out as its new work's. */
+		uroce_cq_clean(qp->init.send_cq, uroce_qp_num(qp));
+		if (qp->init.recv_cq != qp->init.send_cq)
+			uroce_cq_clean(qp->init.recv_cq, uroce_qp_num(qp));
 		break;
 	case UROCE_QPS_ERR:
 		if (cur != UROCE_QPS_ERR)
