@@ -149,6 +149,10 @@ int uroce_compat_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 int uroce_compat_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc);
 int uroce_compat_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 
+/* pd_mr.c: the verbs_context advise_mr op */
+int uroce_compat_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
+			   struct ibv_sge *sg, uint32_t n);
+
 /* query.c */
 int uroce_compat_query_port_op(struct ibv_context *c, uint8_t port, struct ibv_port_attr *attr,
 			       size_t len);
