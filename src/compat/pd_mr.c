@@ -61,12 +61,25 @@ static int span_mapped(void *start, size_t span)
 	return msync(start, span, MS_ASYNC) ? -EFAULT : 0;
 }
 
+/* Does the kernel have MADV_POPULATE_READ/WRITE (Linux 5.14)? Asked of the page of a local
+ * variable, which is mapped, readable and writable. */
+static bool populate_known(void)
+{
+	int here = 0;
+	void *start;
+	size_t span;
+
+	page_span(&here, sizeof(here), &start, &span);
+	return madvise(start, span, MADV_POPULATE_READ) == 0 || errno != EINVAL;
+}
+
 /*
  * Fault [p, p + len) in (MADV_POPULATE_READ/WRITE) or hint it (MADV_WILLNEED), as how says; 0 or
- * -EFAULT. Population fails (ENOMEM: not mapped; EFAULT: the access would fault) where a memcpy
- * would crash the process. Where the kernel cannot populate the mapping (EINVAL: a kernel before
- * 5.14, or VM_PFNMAP/VM_IO memory) the range is only checked to be mapped, which does not tell a
- * read-only mapping from a writable one.
+ * -EFAULT. Population fails where a memcpy would crash the process: ENOMEM for a range that is
+ * not mapped, EFAULT where the access would fault, EINVAL where the mapping does not allow it
+ * (POPULATE_WRITE on a read-only mapping, PROT_NONE, VM_PFNMAP/VM_IO memory). On a kernel
+ * without MADV_POPULATE_* (EINVAL everywhere) the range is only checked to be mapped, which does
+ * not tell a read-only mapping from a writable one.
  */
 static int prefetch(const void *p, size_t len, int how)
 {
@@ -76,7 +89,7 @@ static int prefetch(const void *p, size_t len, int how)
 	page_span(p, len, &start, &span);
 	if (madvise(start, span, how) == 0)
 		return 0;
-	if (errno == EINVAL)
+	if (errno == EINVAL && how != MADV_WILLNEED && !populate_known())
 		return span_mapped(start, span);
 	return -EFAULT;
 }
