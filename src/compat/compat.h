@@ -199,6 +199,9 @@ void uroce_compat_cq_ex_init(struct compat_cq *cq, uint64_t wc_flags);
 struct ibv_mw *uroce_compat_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
 int uroce_compat_dealloc_mw(struct ibv_mw *mw);
 int uroce_compat_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind);
+/* pd_mr.c: the verbs_context advise_mr op */
+int uroce_compat_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
+			   struct ibv_sge *sg, uint32_t n);
 
 /* query.c */
 int uroce_compat_query_port_op(struct ibv_context *c, uint8_t port, struct ibv_port_attr *attr,

@@ -37,17 +37,6 @@ static int stub_compat_query_port(struct ibv_context *c, uint8_t port,
 
 /* ---- verbs_context stubs ------------------------------------------------------------------- */
 
-static int stub_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
-			  struct ibv_sge *sg, uint32_t n)
-{
-	(void)pd;
-	(void)advice;
-	(void)flags;
-	(void)sg;
-	(void)n;
-	return EOPNOTSUPP;
-}
-
 static struct ibv_mr *stub_alloc_null_mr(struct ibv_pd *pd)
 {
 	(void)pd;
@@ -356,7 +345,7 @@ void uroce_compat_ctx_set_ops(struct compat_ctx *ctx)
 	o->_compat_async_event = compat;
 
 	v->query_port = uroce_compat_query_port_op;
-	v->advise_mr = stub_advise_mr;
+	v->advise_mr = uroce_compat_advise_mr;
 	v->alloc_null_mr = stub_alloc_null_mr;
 	v->read_counters = stub_read_counters;
 	v->attach_counters_point_flow = stub_attach_counters;

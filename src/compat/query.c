@@ -98,6 +98,17 @@ int uroce_compat_query_device_ex_op(struct ibv_context *c,
 	fill_device_attr(compat_ctx_of(c), &ex.orig_attr);
 	ex.device_cap_flags_ex = ex.orig_attr.device_cap_flags;
 	ex.phys_port_cnt_ex = ex.orig_attr.phys_port_cnt;
+	/* Every region is pageable process memory reached by virtual address: on-demand paging,
+	 * implicit regions included, works for every operation a transport has (no XRC). */
+	ex.odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
+	ex.odp_caps.per_transport_caps.rc_odp_caps =
+		IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
+		IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
+	ex.odp_caps.per_transport_caps.uc_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+						     IBV_ODP_SUPPORT_WRITE |
+						     IBV_ODP_SUPPORT_SRQ_RECV;
+	ex.odp_caps.per_transport_caps.ud_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+						     IBV_ODP_SUPPORT_SRQ_RECV;
 	/* An application built against newer headers passes a larger struct: zero the rest. */
 	if (attr_size > sizeof(ex)) {
 		memset((char *)attr + sizeof(ex), 0, attr_size - sizeof(ex));

@@ -127,6 +127,7 @@ enum uroce_access {
 	UROCE_ACCESS_REMOTE_ATOMIC = 8,
 	UROCE_ACCESS_MW_BIND = 16,
 	UROCE_ACCESS_ZERO_BASED = 32,
+	UROCE_ACCESS_ON_DEMAND = 64, /* on-demand paging: what ibv_advise_mr accepts */
 };
 
 int uroce_pd_alloc(struct uroce_eng *e, struct uroce_pd **out);
@@ -136,6 +137,11 @@ int uroce_pd_free(struct uroce_pd *pd);
 /*
  * Register [addr, addr + len) with I/O virtual address iova (remote VAs are iova-based).
  * Remote write or atomic access needs local write (IBTA 10.6.3.1): -EINVAL otherwise.
+ * Implicit on-demand paging: with UROCE_ACCESS_ON_DEMAND, addr NULL, len SIZE_MAX and iova 0
+ * register the whole address space; the keys then cover every address (VA == host address,
+ * except address 0), and every access through them is first checked with the engine's memory
+ * probe (uroce_eng_set_mem_probe), since no registration bounds the range. NULL with any other
+ * length, or without ON_DEMAND, is -EINVAL.
  */
 int uroce_mr_reg(struct uroce_pd *pd, void *addr, size_t len, uint64_t iova, unsigned access,
 		 struct uroce_mr **out);
@@ -143,6 +149,47 @@ int uroce_mr_reg(struct uroce_pd *pd, void *addr, size_t len, uint64_t iova, uns
 int uroce_mr_dereg(struct uroce_mr *mr);
 uint32_t uroce_mr_lkey(const struct uroce_mr *mr);
 uint32_t uroce_mr_rkey(const struct uroce_mr *mr);
+bool uroce_mr_implicit(const struct uroce_mr *mr);
+
+/* The rereg flags, equal to rdma-core's IBV_REREG_MR_CHANGE_*. */
+enum uroce_rereg_flags {
+	UROCE_REREG_TRANSLATION = 1 << 0,
+	UROCE_REREG_PD = 1 << 1,
+	UROCE_REREG_ACCESS = 1 << 2,
+};
+
+/*
+ * Change a registered region in place: its range (TRANSLATION: addr, len and iova, as
+ * uroce_mr_reg takes them), its PD, its access flags. What flags does not name stays; lkey and
+ * rkey stay the same (as rxe keeps them), so work requests and peers that hold them reach the
+ * new range, PD and rights from the next packet on. Everything is checked before anything
+ * changes: -EINVAL (no flag or an unknown one; TRANSLATION with addr NULL, len 0 or a range
+ * that wraps; access as uroce_mr_reg refuses it, or changing ZERO_BASED; an implicit region's
+ * TRANSLATION or ON_DEMAND change; a PD of another engine). Nothing changes on error.
+ */
+int uroce_mr_rereg(struct uroce_mr *mr, unsigned flags, struct uroce_pd *pd, void *addr,
+		   size_t len, uint64_t iova, unsigned access);
+
+/*
+ * ibv_advise_mr's checks: [va, va + len) through lkey, for a prefetch by pd (for writing when
+ * write is set). On success *out is the host address of va; the caller prefetches
+ * [*out, *out + len). Errors, as the ibv_advise_mr man page lists them: -ENOENT no region has
+ * that lkey; -EPERM the region belongs to another PD, or write without local write access;
+ * -EINVAL the region is not on-demand (UROCE_ACCESS_ON_DEMAND); -EFAULT the range is not
+ * inside the region (or, in an implicit region, wraps or starts at address 0). An implicit
+ * region's range is not probed here: whether it is mapped is the prefetch's to find out.
+ */
+int uroce_mr_advise_range(struct uroce_pd *pd, uint32_t lkey, uint64_t va, uint64_t len,
+			  bool write, void **out);
+
+/*
+ * The host's memory probe: 0 when [addr, addr + len) is mapped in the process and readable (and
+ * writable when write is set), else a negative errno. The engine calls it before it touches
+ * memory through an implicit on-demand region, from any call that moves data, under the
+ * caller's serialisation; it must not call back into the engine. NULL (the default): no check.
+ */
+typedef int (*uroce_mem_probe_fn)(void *arg, const void *addr, size_t len, bool write);
+void uroce_eng_set_mem_probe(struct uroce_eng *e, uroce_mem_probe_fn fn, void *arg);
 
 /*
  * Memory windows (IBTA 10.6.7): remote access to part of a memory region, with rights of their
@@ -389,7 +436,9 @@ struct uroce_qp_attr {
 
 int uroce_qp_create(struct uroce_pd *pd, const struct uroce_qp_init *init, struct uroce_qp **out);
 /* The IBTA transition table: an illegal transition or a missing required attribute (or one not
- * allowed for the transition) gives -EINVAL and changes nothing. Moving to ERR flushes. */
+ * allowed for the transition) gives -EINVAL and changes nothing. Moving to ERR flushes. Moving
+ * to RESET empties the queues and removes the QP's completions still in its CQs (as libmlx5
+ * and libmlx4 do). */
 int uroce_qp_modify(struct uroce_qp *qp, const struct uroce_qp_attr *attr, unsigned mask);
 int uroce_qp_query(const struct uroce_qp *qp, struct uroce_qp_attr *attr,
 		   struct uroce_qp_init *init);

@@ -50,6 +50,7 @@ struct uroce_mr {
 	unsigned access;
 	uint32_t idx;
 	uint32_t nmw; /* windows bound to it */
+	bool implicit; /* the whole address space: addr NULL, iova 0, len SIZE_MAX */
 };
 
 /* Keys with this bit set are windows' (index and key byte below it, as a region's). */
@@ -263,6 +264,9 @@ struct uroce_eng {
 	/* bounce buffers for payloads that span SGEs */
 	uint8_t *bounce;
 	uint32_t bounce_used;
+	/* the host's check of memory reached through implicit regions */
+	uroce_mem_probe_fn mem_probe;
+	void *mem_probe_arg;
 };
 
 static inline void uroce_count(struct uroce_eng *e, enum uroce_counter c)
@@ -304,6 +308,8 @@ const uint8_t *uroce_sge_contig(struct uroce_eng *e, struct uroce_pd *pd,
 int uroce_sge_scatter(struct uroce_eng *e, struct uroce_pd *pd, const struct uroce_sge *sge,
 		      uint32_t nsge, uint32_t off, const uint8_t *src, uint32_t len);
 bool uroce_cq_push(struct uroce_cq *cq, const struct uroce_wc *wc, bool solicited);
+/* Remove qpn's completions from cq, keeping the others in order. */
+void uroce_cq_clean(struct uroce_cq *cq, uint32_t qpn);
 int uroce_rq_pop(struct uroce_rq *rq, struct uroce_rwqe *out, struct uroce_sge *sge_out);
 void uroce_srq_check_limit(struct uroce_srq *srq);
 

@@ -46,13 +46,13 @@ int uroce_pd_free(struct uroce_pd *pd)
 
 /* ---- MR ---------------------------------------------------------------------------------- */
 
-int uroce_mr_reg(struct uroce_pd *pd, void *addr, size_t len, uint64_t iova, unsigned access,
-		 struct uroce_mr **out)
+/* The access flags a region may have: refused ones are -EINVAL. */
+static int mr_access_check(unsigned access)
 {
-	struct uroce_eng *e = pd->eng;
 	const unsigned known = UROCE_ACCESS_LOCAL_WRITE | UROCE_ACCESS_REMOTE_WRITE |
 			       UROCE_ACCESS_REMOTE_READ | UROCE_ACCESS_REMOTE_ATOMIC |
-			       UROCE_ACCESS_MW_BIND | UROCE_ACCESS_ZERO_BASED;
+			       UROCE_ACCESS_MW_BIND | UROCE_ACCESS_ZERO_BASED |
+			       UROCE_ACCESS_ON_DEMAND;
 
 	if (access & ~known)
 		return -EINVAL;
@@ -60,7 +60,30 @@ int uroce_mr_reg(struct uroce_pd *pd, void *addr, size_t len, uint64_t iova, uns
 	if ((access & (UROCE_ACCESS_REMOTE_WRITE | UROCE_ACCESS_REMOTE_ATOMIC)) &&
 	    !(access & UROCE_ACCESS_LOCAL_WRITE))
 		return -EINVAL;
-	if ((!addr && len) || iova + len < iova)
+	return 0;
+}
+
+static bool mr_is_implicit(const void *addr, size_t len, uint64_t iova, unsigned access)
+{
+	return !addr && len == SIZE_MAX && iova == 0 && (access & UROCE_ACCESS_ON_DEMAND);
+}
+
+/* A range [addr, addr + len) at iova that an explicit registration may name. */
+static bool mr_range_ok(const void *addr, size_t len, uint64_t iova)
+{
+	return (addr || !len) && iova + len >= iova;
+}
+
+int uroce_mr_reg(struct uroce_pd *pd, void *addr, size_t len, uint64_t iova, unsigned access,
+		 struct uroce_mr **out)
+{
+	struct uroce_eng *e = pd->eng;
+	bool implicit = mr_is_implicit(addr, len, iova, access);
+	int err = mr_access_check(access);
+
+	if (err)
+		return err;
+	if (!implicit && !mr_range_ok(addr, len, iova))
 		return -EINVAL;
 	int i = slot_alloc((void **)e->mrs, e->cfg.max_mr);
 
@@ -76,6 +99,7 @@ int uroce_mr_reg(struct uroce_pd *pd, void *addr, size_t len, uint64_t iova, uns
 	mr->iova = access & UROCE_ACCESS_ZERO_BASED ? 0 : iova;
 	mr->len = len;
 	mr->access = access;
+	mr->implicit = implicit;
 	mr->idx = (uint32_t)i;
 	/* Key: slot index in the upper 24 bits, a generation byte below, never 0. */
 	e->mr_gen++;
@@ -107,6 +131,60 @@ uint32_t uroce_mr_rkey(const struct uroce_mr *mr)
 	return mr->key;
 }
 
+bool uroce_mr_implicit(const struct uroce_mr *mr)
+{
+	return mr->implicit;
+}
+
+int uroce_mr_rereg(struct uroce_mr *mr, unsigned flags, struct uroce_pd *pd, void *addr,
+		   size_t len, uint64_t iova, unsigned access)
+{
+	const unsigned known = UROCE_REREG_TRANSLATION | UROCE_REREG_PD | UROCE_REREG_ACCESS;
+	int err;
+
+	if (!flags || (flags & ~known))
+		return -EINVAL;
+	if (flags & UROCE_REREG_PD) {
+		if (!pd || pd->eng != mr->eng)
+			return -EINVAL;
+	} else {
+		pd = mr->pd;
+	}
+	if (flags & UROCE_REREG_ACCESS) {
+		err = mr_access_check(access);
+		if (err)
+			return err;
+		if ((access ^ mr->access) & UROCE_ACCESS_ZERO_BASED)
+			return -EINVAL;
+		if (mr->implicit && ((access ^ mr->access) & UROCE_ACCESS_ON_DEMAND))
+			return -EINVAL;
+	} else {
+		access = mr->access;
+	}
+	if (flags & UROCE_REREG_TRANSLATION) {
+		if (mr->implicit || !addr || !len || !mr_range_ok(addr, len, iova))
+			return -EINVAL;
+	}
+	if (pd != mr->pd) {
+		mr->pd->refs--;
+		pd->refs++;
+		mr->pd = pd;
+	}
+	mr->access = access;
+	if (flags & UROCE_REREG_TRANSLATION) {
+		mr->addr = addr;
+		mr->len = len;
+		mr->iova = access & UROCE_ACCESS_ZERO_BASED ? 0 : iova;
+	}
+	return 0;
+}
+
+void uroce_eng_set_mem_probe(struct uroce_eng *e, uroce_mem_probe_fn fn, void *arg)
+{
+	e->mem_probe = fn;
+	e->mem_probe_arg = arg;
+}
+
 struct uroce_mr *uroce_mr_lookup(struct uroce_eng *e, uint32_t key)
 {
 	uint32_t i = key >> 8; /* a window's key (top bit set) is beyond max_mr */
@@ -118,11 +196,16 @@ struct uroce_mr *uroce_mr_lookup(struct uroce_eng *e, uint32_t key)
 	return mr && mr->key == key ? mr : NULL;
 }
 
-uint8_t *uroce_mr_ptr(struct uroce_mr *mr, struct uroce_pd *pd, uint64_t va, uint64_t len,
-		      unsigned access)
+/* [va, va + len) of mr as a host pointer, or NULL when mr does not cover it. An implicit region
+ * covers any range that does not wrap and does not start at address 0 (NULL means failure to
+ * the callers). */
+static uint8_t *mr_range_ptr(const struct uroce_mr *mr, uint64_t va, uint64_t len)
 {
-	if (!mr || mr->pd != pd || (mr->access & access) != access)
-		return NULL;
+	if (mr->implicit) {
+		if (va == 0 || va > UINTPTR_MAX || len > UINTPTR_MAX - va)
+			return NULL;
+		return (uint8_t *)(uintptr_t)va;
+	}
 	/* [va, va + len) inside [iova, iova + mr->len), without overflow. */
 	if (va < mr->iova || va - mr->iova > mr->len || len > mr->len - (va - mr->iova))
 		return NULL;
@@ -314,6 +397,45 @@ void uroce_mw_forget_qp(struct uroce_qp *qp)
 			mw_unbind(e->mws[i]);
 }
 
+uint8_t *uroce_mr_ptr(struct uroce_mr *mr, struct uroce_pd *pd, uint64_t va, uint64_t len,
+		      unsigned access)
+{
+	const unsigned write = UROCE_ACCESS_LOCAL_WRITE | UROCE_ACCESS_REMOTE_WRITE |
+			       UROCE_ACCESS_REMOTE_ATOMIC;
+
+	if (!mr || mr->pd != pd || (mr->access & access) != access)
+		return NULL;
+	uint8_t *p = mr_range_ptr(mr, va, len);
+	struct uroce_eng *e = mr->eng;
+
+	/* An implicit registration bounds nothing: ask the host whether the pages are there. */
+	if (p && mr->implicit && len && e->mem_probe &&
+	    e->mem_probe(e->mem_probe_arg, p, (size_t)len, (access & write) != 0))
+		return NULL;
+	return p;
+}
+
+int uroce_mr_advise_range(struct uroce_pd *pd, uint32_t lkey, uint64_t va, uint64_t len,
+			  bool write, void **out)
+{
+	struct uroce_mr *mr = uroce_mr_lookup(pd->eng, lkey);
+
+	if (!mr)
+		return -ENOENT;
+	if (mr->pd != pd)
+		return -EPERM;
+	if (!(mr->access & UROCE_ACCESS_ON_DEMAND))
+		return -EINVAL;
+	if (write && !(mr->access & UROCE_ACCESS_LOCAL_WRITE))
+		return -EPERM;
+	uint8_t *p = mr_range_ptr(mr, va, len);
+
+	if (!p)
+		return -EFAULT;
+	*out = p;
+	return 0;
+}
+
 /* Walk the SGE list to offset off; calls fn on each contiguous piece of [off, off + len). */
 typedef void (*sge_piece_fn)(uint8_t *mem, uint8_t *buf, uint32_t n);
 
@@ -484,6 +606,19 @@ int uroce_cq_poll(struct uroce_cq *cq, int n, struct uroce_wc *wc)
 	while (i < n && cq->head != cq->tail)
 		wc[i++] = cq->ring[cq->head++ & (cq->size - 1)];
 	return i;
+}
+
+void uroce_cq_clean(struct uroce_cq *cq, uint32_t qpn)
+{
+	uint32_t keep = cq->head;
+
+	for (uint32_t i = cq->head; i != cq->tail; i++) {
+		const struct uroce_wc *wc = &cq->ring[i & (cq->size - 1)];
+
+		if (wc->qp_num != qpn)
+			cq->ring[keep++ & (cq->size - 1)] = *wc;
+	}
+	cq->tail = keep;
 }
 
 int uroce_cq_req_notify(struct uroce_cq *cq, bool solicited_only)
