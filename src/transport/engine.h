@@ -424,6 +424,17 @@ struct uroce_send_wr {
 			uint32_t remote_qpn;
 			uint32_t remote_qkey;
 		} ud;
+		/* BIND_MW: bind the window whose rkey is mw_rkey to [addr, addr + length) of the
+		 * region mr_lkey names, with access (UROCE_ACCESS_*); the window's rkey becomes
+		 * new_rkey (rdma-core's struct ibv_mw_bind_info, by keys as rxe passes it). */
+		struct {
+			uint64_t addr;
+			uint64_t length;
+			uint32_t mr_lkey;
+			uint32_t mw_rkey;
+			uint32_t new_rkey;
+			unsigned access;
+		} bind;
 	} wr;
 };
 
@@ -441,6 +452,13 @@ struct uroce_recv_wr {
  * Posting to a QP in ERR completes the request at once with UROCE_WC_WR_FLUSH_ERR.
  */
 int uroce_post_send(struct uroce_qp *qp, struct uroce_send_wr *wr, struct uroce_send_wr **bad);
+/*
+ * uroce_post_send all or nothing: every request is checked, and the send queue's room for all
+ * of them, before any is queued. On error nothing is posted, *bad points at the first request
+ * that fails a check and the return value is uroce_post_send's error for it (-ENOMEM: the
+ * queue has no room for it).
+ */
+int uroce_post_send_all(struct uroce_qp *qp, struct uroce_send_wr *wr, struct uroce_send_wr **bad);
 int uroce_post_recv(struct uroce_qp *qp, struct uroce_recv_wr *wr, struct uroce_recv_wr **bad);
 int uroce_post_srq_recv(struct uroce_srq *srq, struct uroce_recv_wr *wr,
 			struct uroce_recv_wr **bad);
