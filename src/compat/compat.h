@@ -136,10 +136,16 @@ struct compat_srq {
 	unsigned async_reported;
 };
 
+/* A QP. qpx.qp_base is qp: ibv_qp_to_qp_ex() hands out qpx for QPs made with
+ * IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, which have their ibv_wr_* batch in wrs (qpex.c). */
 struct compat_qp {
-	struct ibv_qp qp;
+	union {
+		struct ibv_qp qp;
+		struct ibv_qp_ex qpx;
+	};
 	struct uroce_qp *eqp;
 	unsigned async_reported;
+	struct compat_wr_batch *wrs; /* NULL: not an extended QP */
 };
 
 static inline struct compat_ctx *compat_ctx_of(struct ibv_context *c)
@@ -167,6 +173,11 @@ void uroce_compat_forget_comp(struct compat_cq *cq);
 /* Wait until the application has acked every event it was given for an object. */
 void uroce_compat_wait_acked(pthread_mutex_t *m, pthread_cond_t *c, const uint32_t *completed,
 			     const unsigned *reported);
+
+/* qpex.c: ibv_create_qp_ex (verbs_context.create_qp_ex) and the ibv_wr_* post-send API. */
+struct ibv_qp *uroce_compat_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *a);
+/* Free what uroce_compat_create_qp_ex added to a QP (its engine QP is destroyed). */
+void uroce_compat_qpex_free(struct compat_qp *qp);
 
 /* post.c: the data-path ops */
 int uroce_compat_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);

@@ -41,15 +41,6 @@ int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, si
 	return IBV_REREG_MR_ERR_INPUT; /* the old MR stays valid */
 }
 
-struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
-{
-	/* rdma-core returns NULL unless the QP was made with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
-	 * which create_qp_ex refuses: no new post-send API. */
-	(void)qp;
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
 struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova,
 				 int fd, int access)
 {
