@@ -293,7 +293,7 @@ static void wr_set_inline_data_list(struct ibv_qp_ex *q, size_t num_buf,
 		return;
 	/* Copied now, into the request's own bytes: the application may reuse its buffers as
 	 * soon as the call returns (ibv_wr_post(3)). */
-	uint8_t *inl = b->inl + (size_t)(b->n - 1) * b->max_inline;
+	uint8_t *inl = b->inl ? b->inl + (size_t)(b->n - 1) * b->max_inline : NULL;
 	size_t len = 0;
 
 	for (size_t i = 0; i < num_buf; i++) {
