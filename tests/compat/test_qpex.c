@@ -12,6 +12,7 @@
  *   (a bad request, an operation not enabled, more than the queue holds, abort, RESET);
  *   inline data is copied when it is set.
  * - The receive side's bad flows pyverbs checks: RESET, a full receive queue, too many SGEs.
+ * - The context's cmd_fd is a descriptor that can be dup'ed (pyverbs' shared PD test).
  * Exit 77 (skip) when the device does not exist or cannot be opened here.
  */
 #include <arpa/inet.h>
@@ -22,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "check.h"
 
@@ -621,6 +623,15 @@ int main(int argc, char **argv)
 		printf("SKIP: cannot open device %s: %s\n", devname, strerror(errno));
 		return 77;
 	}
+	/* pyverbs' shared PD test, once its extended QP is made, dups cmd_fd to import the
+	 * device: a real descriptor, and the import refused as unsupported. */
+	int fd = dup(ctx->cmd_fd);
+
+	CHECK_GE(fd, 0);
+	errno = 0;
+	CHECK(ibv_import_device(fd) == NULL && errno == EOPNOTSUPP);
+	if (fd >= 0)
+		close(fd);
 	int gid_idx = find_gid(ctx, ip4);
 	struct ibv_pd *pd = ibv_alloc_pd(ctx);
 	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
