@@ -407,7 +407,7 @@ struct uroce_send_wr {
 	enum uroce_wr_opcode opcode;
 	unsigned send_flags;
 	uint32_t imm_data;	  /* host-order value of the wire field */
-	uint32_t invalidate_rkey; /* SEND_WITH_INV */
+	uint32_t invalidate_rkey; /* SEND_WITH_INV; LOCAL_INV: the key to invalidate */
 	union {
 		struct {
 			uint64_t remote_addr;
