@@ -141,10 +141,16 @@ struct compat_srq {
 	unsigned async_reported;
 };
 
+/* A QP. qpx.qp_base is qp: ibv_qp_to_qp_ex() hands out qpx for QPs made with
+ * IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, which have their ibv_wr_* batch in wrs (qpex.c). */
 struct compat_qp {
-	struct ibv_qp qp;
+	union {
+		struct ibv_qp qp;
+		struct ibv_qp_ex qpx;
+	};
 	struct uroce_qp *eqp;
 	unsigned async_reported;
+	struct compat_wr_batch *wrs; /* NULL: not an extended QP */
 };
 
 static inline struct compat_ctx *compat_ctx_of(struct ibv_context *c)
@@ -173,12 +179,21 @@ void uroce_compat_forget_comp(struct compat_cq *cq);
 void uroce_compat_wait_acked(pthread_mutex_t *m, pthread_cond_t *c, const uint32_t *completed,
 			     const unsigned *reported);
 
+/* qpex.c: ibv_create_qp_ex (verbs_context.create_qp_ex) and the ibv_wr_* post-send API. */
+struct ibv_qp *uroce_compat_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *a);
+/* Free what uroce_compat_create_qp_ex added to a QP (its engine QP is destroyed). */
+void uroce_compat_qpex_free(struct compat_qp *qp);
+
 /* post.c: the data-path ops */
 int uroce_compat_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 int uroce_compat_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 int uroce_compat_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 			       struct ibv_recv_wr **bad);
 int uroce_compat_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc);
+/* A BIND_MW request's fields from ibv_send_wr.bind_mw or ibv_wr_bind_mw()'s arguments: bind mw
+ * (its R_Key to become rkey) as b says. 0, or -EINVAL when mw or b is NULL. */
+int uroce_compat_bind_wr(struct uroce_send_wr *u, struct ibv_mw *mw, uint32_t rkey,
+			 const struct ibv_mw_bind_info *b);
 /* Up to num completions from cq's engine CQ into uwc, with the pacing calls ibv_poll_cq makes
  * (a progress round in this thread when there are none). Takes the context lock. */
 int uroce_compat_cq_take(struct compat_cq *cq, int num, struct uroce_wc *uwc);

@@ -235,34 +235,6 @@ static struct ibv_qp *stub_open_qp(struct ibv_context *c, struct ibv_qp_open_att
 	return NULL;
 }
 
-/*
- * ibv_create_qp_ex with more than a PD (send ops flags, XRC, ...) lands here. The plain case
- * (comp_mask == PD) never does: the inline calls ibv_create_qp. Without the new post-send API
- * there is nothing more to offer, so refuse rather than ignore what was asked.
- */
-static struct ibv_qp *op_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *a)
-{
-	struct ibv_qp_init_attr init;
-
-	if (a->comp_mask != IBV_QP_INIT_ATTR_PD) {
-		errno = EOPNOTSUPP;
-		return NULL;
-	}
-	(void)c;
-	init.qp_context = a->qp_context;
-	init.send_cq = a->send_cq;
-	init.recv_cq = a->recv_cq;
-	init.srq = a->srq;
-	init.cap = a->cap;
-	init.qp_type = a->qp_type;
-	init.sq_sig_all = a->sq_sig_all;
-	struct ibv_qp *qp = ibv_create_qp(a->pd, &init);
-
-	if (qp)
-		a->cap = init.cap;
-	return qp;
-}
-
 static int stub_get_srq_num(struct ibv_srq *srq, uint32_t *num)
 {
 	(void)srq;
@@ -378,7 +350,7 @@ void uroce_compat_ctx_set_ops(struct compat_ctx *ctx)
 	v->ibv_create_flow = stub_create_flow;
 	v->ABI_placeholder1 = (void (*)(void))stub_create_flow;
 	v->open_qp = stub_open_qp;
-	v->create_qp_ex = op_create_qp_ex;
+	v->create_qp_ex = uroce_compat_create_qp_ex;
 	v->get_srq_num = stub_get_srq_num;
 	v->create_srq_ex = op_create_srq_ex;
 	v->open_xrcd = stub_open_xrcd;

@@ -152,7 +152,9 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	pthread_mutex_init(&ctx->ev_lock, NULL);
 	ctx->vctx.sz = sizeof(ctx->vctx);
 	ctx->vctx.context.device = device;
-	ctx->vctx.context.cmd_fd = -1;
+	/* A real descriptor, though nothing is sent through it: applications dup it to import the
+	 * device elsewhere (pyverbs' shared PD tests), and ibv_import_device then refuses it. */
+	ctx->vctx.context.cmd_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	ctx->vctx.context.num_comp_vectors = 1;
 	ctx->vctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
 	pthread_mutex_init(&ctx->vctx.context.mutex, NULL);
@@ -160,7 +162,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	/* A counting eventfd: one count per queued async event, pollable, and it honours the
 	 * O_NONBLOCK the application may set (UCX does). */
 	ctx->vctx.context.async_fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
-	if (ctx->vctx.context.async_fd < 0) {
+	if (ctx->vctx.context.cmd_fd < 0 || ctx->vctx.context.async_fd < 0) {
 		err = -errno;
 		goto fail;
 	}
@@ -174,6 +176,8 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 fail:
 	if (ctx->vctx.context.async_fd >= 0)
 		close(ctx->vctx.context.async_fd);
+	if (ctx->vctx.context.cmd_fd >= 0)
+		close(ctx->vctx.context.cmd_fd);
 	pthread_mutex_destroy(&ctx->vctx.context.mutex);
 	pthread_mutex_destroy(&ctx->ev_lock);
 	free(ctx);
@@ -193,6 +197,7 @@ int ibv_close_device(struct ibv_context *context)
 		free(a);
 	}
 	close(context->async_fd);
+	close(context->cmd_fd);
 	pthread_mutex_destroy(&context->mutex);
 	pthread_mutex_destroy(&ctx->ev_lock);
 	device_put(ctx->dev);

@@ -68,6 +68,20 @@ static int copy_sges(const struct ibv_sge *in, int n, struct uroce_sge *out)
 	return 0;
 }
 
+int uroce_compat_bind_wr(struct uroce_send_wr *u, struct ibv_mw *mw, uint32_t rkey,
+			 const struct ibv_mw_bind_info *b)
+{
+	if (!mw || !b)
+		return -EINVAL;
+	u->wr.bind_mw.mw = compat_container_of(mw, struct compat_mw, mw)->emw;
+	u->wr.bind_mw.mr = b->mr ? compat_container_of(b->mr, struct compat_mr, mr)->emr : NULL;
+	u->wr.bind_mw.addr = b->addr;
+	u->wr.bind_mw.length = b->length;
+	u->wr.bind_mw.rkey = rkey;
+	u->wr.bind_mw.access = b->mw_access_flags;
+	return 0;
+}
+
 static int send_wr_from_ibv(const struct ibv_qp *qp, const struct ibv_send_wr *w,
 			    struct uroce_send_wr *u, struct uroce_sge *sges)
 {
@@ -111,20 +125,9 @@ static int send_wr_from_ibv(const struct ibv_qp *qp, const struct ibv_send_wr *w
 		u->wr.atomic.swap = w->wr.atomic.swap;
 		u->wr.atomic.rkey = w->wr.atomic.rkey;
 		break;
-	case IBV_WR_BIND_MW: {
-		const struct ibv_mw_bind_info *b = &w->bind_mw.bind_info;
-
-		if (!w->bind_mw.mw)
-			return -EINVAL;
-		u->wr.bind_mw.mw = compat_container_of(w->bind_mw.mw, struct compat_mw, mw)->emw;
-		u->wr.bind_mw.mr =
-			b->mr ? compat_container_of(b->mr, struct compat_mr, mr)->emr : NULL;
-		u->wr.bind_mw.addr = b->addr;
-		u->wr.bind_mw.length = b->length;
-		u->wr.bind_mw.rkey = w->bind_mw.rkey;
-		u->wr.bind_mw.access = b->mw_access_flags;
-		break;
-	}
+	case IBV_WR_BIND_MW:
+		return uroce_compat_bind_wr(u, w->bind_mw.mw, w->bind_mw.rkey,
+					    &w->bind_mw.bind_info);
 	case IBV_WR_SEND:
 	case IBV_WR_SEND_WITH_IMM:
 	case IBV_WR_SEND_WITH_INV:

@@ -262,6 +262,7 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 				&qp->async_reported);
 	pthread_cond_destroy(&ibqp->cond);
 	pthread_mutex_destroy(&ibqp->mutex);
+	uroce_compat_qpex_free(qp);
 	free(qp);
 	return 0;
 }

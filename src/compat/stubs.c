@@ -28,15 +28,6 @@ int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 	return EOPNOTSUPP;
 }
 
-struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
-{
-	/* rdma-core returns NULL unless the QP was made with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
-	 * which create_qp_ex refuses: no new post-send API. */
-	(void)qp;
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
 struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova,
 				 int fd, int access)
 {

@@ -541,6 +541,13 @@ struct uroce_recv_wr {
  * request NAK.
  */
 int uroce_post_send(struct uroce_qp *qp, struct uroce_send_wr *wr, struct uroce_send_wr **bad);
+/*
+ * uroce_post_send all or nothing: every request is checked, and the send queue's room for all
+ * of them, before any is queued. On error nothing is posted, *bad points at the first request
+ * that fails a check and the return value is uroce_post_send's error for it (-ENOMEM: the
+ * queue has no room for it).
+ */
+int uroce_post_send_all(struct uroce_qp *qp, struct uroce_send_wr *wr, struct uroce_send_wr **bad);
 int uroce_post_recv(struct uroce_qp *qp, struct uroce_recv_wr *wr, struct uroce_recv_wr **bad);
 int uroce_post_srq_recv(struct uroce_srq *srq, struct uroce_recv_wr *wr,
 			struct uroce_recv_wr **bad);

@@ -143,6 +143,34 @@ int uroce_post_send(struct uroce_qp *qp, struct uroce_send_wr *wr, struct uroce_
 	return rc;
 }
 
+int uroce_post_send_all(struct uroce_qp *qp, struct uroce_send_wr *wr, struct uroce_send_wr **bad)
+{
+	const struct uroce_sq *sq = &qp->sq;
+	enum uroce_qp_state st = qp->attr.qp_state;
+	uint32_t room = sq->max_wr - (sq->tail - sq->head);
+
+	if (st == UROCE_QPS_RESET || st == UROCE_QPS_INIT || st == UROCE_QPS_RTR) {
+		*bad = wr;
+		return -EINVAL;
+	}
+	for (struct uroce_send_wr *w = wr; w; w = w->next) {
+		int rc = check_send_wr(qp, w);
+
+		/* In ERR each request completes at once as flushed: it takes no room. */
+		if (!rc && st != UROCE_QPS_ERR) {
+			if (!room)
+				rc = -ENOMEM;
+			else
+				room--;
+		}
+		if (rc) {
+			*bad = w;
+			return rc;
+		}
+	}
+	return uroce_post_send(qp, wr, bad);
+}
+
 static int rq_post(struct uroce_rq *rq, struct uroce_recv_wr *wr)
 {
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > rq->max_sge || (wr->num_sge && !wr->sg_list))
