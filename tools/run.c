@@ -41,7 +41,9 @@
 #include <unistd.h>
 
 #include "cmd.h"
+#include "host/config/rundir.h"
 #include "host/io/faults.h"
+#include "run_view.h"
 
 #ifndef UROCE_BUILD_LIBDIR
 #define UROCE_BUILD_LIBDIR ""
@@ -56,7 +58,8 @@
 #define RUN_LIB "libibverbs.so.1"
 
 #define USAGE_LINE \
-	"usage: uroce run [--pcap FILE] [--faults SPEC] [--busy-poll] -- PROGRAM [ARGS...]\n"
+	"usage: uroce run [--pcap FILE] [--faults SPEC] [--busy-poll] [--no-sysfs] -- PROGRAM " \
+	"[ARGS...]\n"
 #define USAGE_HINT "Run 'uroce help run' for more.\n"
 
 static const char usage_text[] = USAGE_LINE
@@ -74,6 +77,17 @@ static const char usage_text[] = USAGE_LINE
 	"                  sets UROCE_FAULTS\n"
 	"  --busy-poll     the progress thread never sleeps (lowest latency, one busy CPU);\n"
 	"                  sets UROCE_BUSY_POLL=1\n"
+	"  --no-sysfs      run PROGRAM in the caller's mount namespace, without the view of\n"
+	"                  /sys/class described below\n"
+	"\n"
+	"PROGRAM runs in a private mount namespace (inside a user namespace that maps the\n"
+	"caller's ids to themselves when the caller is not root) in which\n"
+	"/sys/class/infiniband and /sys/class/infiniband_verbs show uroce's devices as the\n"
+	"kernel shows an RDMA device's (node_guid, ports/1/state, rate, gids/, gid_attrs/,\n"
+	"device/net/IFNAME, uverbsN/ibdev), for programs that read them (pyverbs' tests,\n"
+	"UCX). The files are made when PROGRAM starts: devices and addresses added later\n"
+	"are not in them. Where the namespace cannot be made, a note says why and PROGRAM\n"
+	"runs without the view.\n"
 	"\n"
 	"The '--' is required: everything after it is the program and its arguments.\n"
 	"\n"
@@ -306,10 +320,27 @@ static int pcap_prepare(const char *file, char out[PATH_MAX])
 	return 0;
 }
 
+/* The sysfs view (run_view.h), or a note saying why there is none. */
+static void enter_view(void)
+{
+	char rundir[PATH_MAX], why[256] = "";
+	int rc = uroce_rundir_path(rundir, sizeof(rundir));
+
+	if (rc)
+		snprintf(why, sizeof(why), "no run-time directory: %s", strerror(-rc));
+	else
+		rc = uroce_run_view_enter(rundir, why, sizeof(why));
+	if (rc)
+		fprintf(stderr,
+			"uroce: run: note: no /sys/class/infiniband view of uroce's devices (%s); "
+			"--no-sysfs skips it\n",
+			why);
+}
+
 int uroce_cmd_run(int argc, char **argv)
 {
 	const char *pcap = NULL, *faults = NULL;
-	bool busy_poll = false;
+	bool busy_poll = false, sysfs = true;
 	char libdir[PATH_MAX], pcap_path[PATH_MAX];
 	int i, rc;
 
@@ -324,6 +355,8 @@ int uroce_cmd_run(int argc, char **argv)
 		}
 		if (!strcmp(a, "--busy-poll")) {
 			busy_poll = true;
+		} else if (!strcmp(a, "--no-sysfs")) {
+			sysfs = false;
 		} else if (!strcmp(a, "--pcap") || !strcmp(a, "--faults")) {
 			if (i + 1 >= argc || !strcmp(argv[i + 1], "--"))
 				return usage_error("'%s' needs a value", a);
@@ -390,6 +423,8 @@ int uroce_cmd_run(int argc, char **argv)
 		fprintf(stderr, "uroce: run: cannot set the environment: %s\n", strerror(-rc));
 		return RUN_EXIT_ERROR;
 	}
+	if (sysfs)
+		enter_view();
 	fflush(stdout);
 	execvp(prog[0], prog);
 	rc = errno;

@@ -128,8 +128,8 @@ static int port_attr(struct ibv_context *c, uint8_t port, struct ibv_port_attr *
 	a->pkey_tbl_len = UROCE_MAX_PKEYS;
 	a->lid = 0;
 	a->max_vl_num = 1;
-	a->active_width = COMPAT_WIDTH_1X;
-	a->active_speed = COMPAT_SPEED_SDR;
+	a->active_width = info.netdev_present ? info.ib_width : COMPAT_WIDTH_1X;
+	a->active_speed = info.netdev_present ? info.ib_speed : COMPAT_SPEED_SDR;
 	a->link_layer = IBV_LINK_LAYER_ETHERNET;
 	return 0;
 }

@@ -322,6 +322,42 @@ case_stats() {
 	expect 1 stats uroce_lo
 }
 
+# `uroce run`'s view of /sys/class: the kernel's files for uroce's devices, equal to what
+# `uroce gids` and `uroce link show -d` say; --no-sysfs runs without it.
+case_sysfs() {
+	expect 0 link add sv0 netdev lo roce v1,v2
+	expect 0 gids sv0
+	# index, GID, version (v1/v2): the version is the next to last field
+	tr -s '\t ' ' ' <"$T/out" | awk '$1 == "sv0" { print $3, $4, $(NF - 1) }' >"$T/gids"
+	local d=/sys/class/infiniband/sv0 n=0
+	# One program prints every file the check needs, so one view is compared with one table.
+	run run -- sh -c "cat $d/node_type $d/ports/1/state $d/ports/1/link_layer $d/ports/1/rate \
+		/sys/class/infiniband_verbs/uverbs0/ibdev; ls $d/device/net; \
+		ls $d/ports/1/gids | wc -l; ls /sys/class/net >/dev/null && echo net-ok; \
+		touch /sys/class/x 2>/dev/null || echo read-only; \
+		for i in \$(seq 0 15); do [ -e $d/ports/1/gid_attrs/types/\$i ] && echo \"\$i \$(cat $d/ports/1/gids/\$i) \$(cat $d/ports/1/gid_attrs/types/\$i) \$(cat $d/ports/1/gid_attrs/ndevs/\$i)\"; done; true"
+	if grep -q "no /sys/class/infiniband view" "$T/err"; then
+		echo "no view here: $(cat "$T/err")"
+		return
+	fi
+	[ "$st" -eq 0 ] || fail "uroce run: status $st: $(cat "$T/err")"
+	for want in "1: CA" "4: ACTIVE" "Ethernet" "2.5 Gb/sec (1X)" "sv0" "lo" "1024" "net-ok" \
+		"read-only"; do
+		grep -qxF -- "$want" "$T/out" || fail "view: no line '$want' in: $(head -c 400 "$T/out")"
+	done
+	while read -r idx gid ver; do
+		local ty="RoCE v2"
+		[ "$ver" = v1 ] && ty="IB/RoCE v1"
+		grep -qxF "$idx $gid $ty lo" "$T/out" || fail "view: GID $idx is not '$gid $ty lo'"
+		n=$((n + 1))
+	done <"$T/gids"
+	[ "$n" -ge 4 ] || fail "uroce gids sv0 listed $n GIDs, expected at least 4"
+	# and no more in the view than in the table
+	[ "$(grep -c ' lo$' "$T/out")" -eq "$n" ] || fail "view: GIDs other than uroce gids's"
+	run run --no-sysfs -- sh -c "ls /sys/class/infiniband 2>/dev/null | grep -x sv0"
+	[ "$st" -ne 0 ] || fail "--no-sysfs: sv0 is in /sys/class/infiniband"
+}
+
 case_help() {
 	expect 0 --help
 	for c in link gids mode stats; do

@@ -25,6 +25,7 @@
 #include "host/config/mode.h"
 #include "host/config/rundir.h"
 #include "host/config/stats.h"
+#include "host/config/sysfs_tree.h"
 #include "host/os/netif.h"
 
 static char rundir[PATH_MAX];
@@ -464,6 +465,133 @@ static void test_stats(const char *uroce)
 	CHECK(access(p, F_OK) != 0);
 }
 
+/* ---- the kernel's sysfs entries of a device ------------------------------------------------ */
+
+struct sysfs_seen {
+	int dirs, files, links, gid_files, type_files, errors;
+	char state[32], rate[48], type0[16], type1[16], ndev1[16], link[64], ibdev[16], guid[24];
+	bool parent_first; /* every entry's parent directory came before it */
+	char dirs_seen[64][96];
+	int n_dirs_seen;
+};
+
+static bool seen_dir(struct sysfs_seen *s, const char *path, size_t len)
+{
+	if (len == 0)
+		return true; /* the class root */
+	for (int i = 0; i < s->n_dirs_seen; i++)
+		if (strlen(s->dirs_seen[i]) == len && !strncmp(s->dirs_seen[i], path, len))
+			return true;
+	return false;
+}
+
+static int sysfs_collect(void *arg, enum uroce_sysfs_kind kind, const char *path, const char *text)
+{
+	struct sysfs_seen *s = arg;
+	const char *slash = strrchr(path, '/');
+
+	if (!seen_dir(s, path, slash ? (size_t)(slash - path) : 0))
+		s->parent_first = false;
+#define KEEP(suffix, field)                                                         \
+	if (strlen(path) >= strlen(suffix) &&                                        \
+	    !strcmp(path + strlen(path) - strlen(suffix), suffix))                   \
+	snprintf(s->field, sizeof(s->field), "%s", text)
+	switch (kind) {
+	case UROCE_SYSFS_DIR:
+		s->dirs++;
+		if (s->n_dirs_seen < 64 && strlen(path) < 96)
+			snprintf(s->dirs_seen[s->n_dirs_seen++], 96, "%s", path);
+		break;
+	case UROCE_SYSFS_FILE:
+		s->files++;
+		s->gid_files += strstr(path, "/ports/1/gids/") != NULL;
+		s->type_files += strstr(path, "/gid_attrs/types/") != NULL;
+		KEEP("/ports/1/state", state);
+		KEEP("/ports/1/rate", rate);
+		KEEP("/gid_attrs/types/0", type0);
+		KEEP("/gid_attrs/types/1", type1);
+		KEEP("/gid_attrs/ndevs/1", ndev1);
+		KEEP("uverbs3/ibdev", ibdev);
+		KEEP("/node_guid", guid);
+		break;
+	case UROCE_SYSFS_LINK:
+		s->links++;
+		KEEP("/device/net/veth7", link);
+		break;
+	}
+#undef KEEP
+	return 0;
+}
+
+static int sysfs_stop(void *arg, enum uroce_sysfs_kind kind, const char *path, const char *text)
+{
+	(void)kind;
+	(void)path;
+	(void)text;
+	return ++*(int *)arg == 5 ? -ENOSPC : 0;
+}
+
+static void test_sysfs_tree(void)
+{
+	struct uroce_devdef def = {.name = "sv0", .netdev = "veth7", .roce = UROCE_ROCE_BOTH};
+	struct uroce_devinfo info = {.netdev_present = true, .active = true, .ib_width = 1,
+				     .ib_speed = 1,
+				     .node_guid = {0x02, 0x11, 0x22, 0xff, 0xfe, 0x33, 0x44, 0x55}};
+	struct uroce_gid_entry gids[2] = {
+		{.type = UROCE_GID_V1, .netdev = "veth7"},
+		{.type = UROCE_GID_V2, .netdev = "veth7"},
+	};
+	struct uroce_sysfs_dev d = {.def = &def, .info = &info, .gids = gids, .n_gids = 2,
+				    .index = 3};
+	struct sysfs_seen s = {.parent_first = true};
+	char rate[48];
+	int calls = 0;
+
+	gids[0].gid[0] = gids[1].gid[0] = 0xfe;
+	gids[0].gid[1] = gids[1].gid[1] = 0x80;
+	CHECK_EQ(uroce_sysfs_classes(sysfs_collect, &s), 0);
+	CHECK_EQ(uroce_sysfs_device(&d, sysfs_collect, &s), 0);
+	CHECK(s.parent_first);
+	CHECK_EQ(s.gid_files, UROCE_GID_TABLE_MAX); /* every slot, as the kernel */
+	CHECK_EQ(s.type_files, 2);		    /* only the occupied ones */
+	CHECK_EQ(s.links, 1);
+	CHECK(!strcmp(s.state, "4: ACTIVE\n"));
+	CHECK(!strcmp(s.rate, "2.5 Gb/sec (1X)\n"));
+	CHECK(!strcmp(s.type0, "IB/RoCE v1\n"));
+	CHECK(!strcmp(s.type1, "RoCE v2\n"));
+	CHECK(!strcmp(s.ndev1, "veth7\n"));
+	CHECK(!strcmp(s.link, "/sys/class/net/veth7"));
+	CHECK(!strcmp(s.ibdev, "sv0\n"));
+	CHECK(!strcmp(s.guid, "0211:22ff:fe33:4455\n"));
+
+	/* A port that is down, and a device whose interface is gone: no link, no GIDs. */
+	info.active = false;
+	memset(&s, 0, sizeof(s));
+	s.parent_first = true;
+	CHECK_EQ(uroce_sysfs_device(&d, sysfs_collect, &s), 0);
+	CHECK(!strcmp(s.state, "1: DOWN\n"));
+	info.netdev_present = false;
+	d.n_gids = 0;
+	memset(&s, 0, sizeof(s));
+	s.parent_first = true;
+	CHECK_EQ(uroce_sysfs_classes(sysfs_collect, &s), 0);
+	CHECK_EQ(uroce_sysfs_device(&d, sysfs_collect, &s), 0);
+	CHECK_EQ(s.links, 0);
+	CHECK_EQ(s.type_files, 0);
+	CHECK(s.parent_first);
+
+	/* The walk stops at the emitter's first error and returns it. */
+	CHECK_EQ(uroce_sysfs_device(&d, sysfs_stop, &calls), -ENOSPC);
+	CHECK_EQ(calls, 5);
+
+	/* The kernel's rate_show() strings. */
+	CHECK(!strcmp(uroce_sysfs_rate(2, 32, rate, sizeof(rate)), "100 Gb/sec (4X EDR)\n"));
+	CHECK(!strcmp(uroce_sysfs_rate(1, 16, rate, sizeof(rate)), "14 Gb/sec (1X FDR)\n"));
+	CHECK(!strcmp(uroce_sysfs_rate(2, 1, rate, sizeof(rate)), "10 Gb/sec (4X)\n"));
+	CHECK(!strcmp(uroce_sysfs_rate(1, 64, rate, sizeof(rate)), "50 Gb/sec (1X HDR)\n"));
+	CHECK(!strcmp(uroce_sysfs_rate(16, 1, rate, sizeof(rate)), "5 Gb/sec (2X)\n"));
+}
+
 int main(int argc, char **argv)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -483,6 +611,7 @@ int main(int argc, char **argv)
 	test_names();
 	test_guid();
 	test_gid_layout();
+	test_sysfs_tree();
 	test_rundir();
 	test_devices_and_mode();
 	test_stats(argv[1]);

@@ -158,6 +158,8 @@ void uroce_dev_info(const struct uroce_devdef *def, const struct uroce_netif_lis
 	info->path_mtu = uroce_mtu_path(nif->mtu);
 	memcpy(info->mac, nif->mac, 6);
 	info->guid_from_name = uroce_dev_node_guid(def->name, nif->mac, info->node_guid);
+	info->ib_width = 1; /* 1X */
+	info->ib_speed = 1; /* SDR */
 }
 
 /* ---- definitions ---------------------------------------------------------------------- */

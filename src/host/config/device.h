@@ -71,6 +71,8 @@ struct uroce_devinfo {
 	uint8_t mac[6];
 	uint8_t node_guid[8];
 	bool guid_from_name; /* the MAC is all zero: GUID hashed from the device name */
+	uint8_t ib_width;    /* active_width code (1: 1X), as ibv_query_port reports it */
+	uint8_t ib_speed;    /* active_speed code (1: SDR) */
 };
 
 /* 0 when name is a valid device name, else -EINVAL. */

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The kernel's view of uroce's devices for a program that `uroce run` starts: a private mount
+ * namespace in which /sys/class/infiniband and /sys/class/infiniband_verbs hold the files the
+ * kernel shows for an RDMA device (host/config/sysfs_tree.h), made from uroce's devices as they
+ * are when the program starts. Programs that look there (pyverbs' tests for a device's
+ * interface, UCX for GID types) find uroce's devices as they would find a kernel device's.
+ *
+ * How: unshare(CLONE_NEWNS) (as root), or unshare(CLONE_NEWUSER | CLONE_NEWNS) with the caller's
+ * own uid and gid mapped to themselves (as an ordinary user, where the kernel allows
+ * unprivileged user namespaces; the program keeps its identity and has no capabilities after
+ * the exec). Mount events stop propagating out (MS_SLAVE); a tmpfs goes over /sys/class, every
+ * directory of the real /sys/class is bind-mounted back into it at its own name, and the
+ * infiniband classes are written into it; the tmpfs is then made read-only.
+ *
+ * Only the calling process (and what it execs and forks) sees the view: the rest of the system
+ * is untouched, and nothing is left to clean up when the program exits.
+ */
+#ifndef UROCE_TOOLS_RUN_VIEW_H
+#define UROCE_TOOLS_RUN_VIEW_H
+
+#include <stddef.h>
+
+/*
+ * Enter the view (see above) for the devices of the run-time directory rundir. Returns 0, or a
+ * negative errno with why[] saying which step failed (the process may then be in a new mount
+ * namespace without the view; it is still usable as it was).
+ */
+int uroce_run_view_enter(const char *rundir, char *why, size_t cap);
+
+#endif
