@@ -383,8 +383,19 @@ enum uroce_qp_state uroce_qp_state(const struct uroce_qp *qp);
 #define UROCE_MAX_MCAST_QP_ATTACH     56 /* QPs per group (rxe's limit) */
 #define UROCE_MAX_TOTAL_MCAST_QP_ATTACH (UROCE_MAX_MCAST_GRP * UROCE_MAX_MCAST_QP_ATTACH)
 
-/* Is gid a multicast GID: IPv6 ff00::/8, or v4-mapped 224.0.0.0/4 (rdma_is_multicast_addr)? */
-bool uroce_gid_is_mcast(const uint8_t gid[16]);
+/* Is gid a multicast GID: IPv6 ff00::/8, or v4-mapped 224.0.0.0/4 (rdma_is_multicast_addr)?
+ * Inline: the host's I/O, which links no engine, asks too. */
+static inline bool uroce_gid_is_mcast(const uint8_t gid[16])
+{
+	static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
+
+	if (gid[0] == 0xFF)
+		return true;
+	for (int i = 0; i < 12; i++)
+		if (gid[i] != v4mapped[i])
+			return false;
+	return (gid[12] & 0xF0) == 0xE0;
+}
 
 /*
  * Attach qp to the group mgid. Attaching twice is not an error (the QP is attached once).

@@ -9,15 +9,6 @@
 
 #include "transport/internal.h"
 
-bool uroce_gid_is_mcast(const uint8_t gid[16])
-{
-	static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
-
-	if (gid[0] == 0xFF)
-		return true;
-	return memcmp(gid, v4mapped, 12) == 0 && (gid[12] & 0xF0) == 0xE0;
-}
-
 struct uroce_mcg *uroce_mcg_lookup(struct uroce_eng *e, const uint8_t mgid[16])
 {
 	for (uint32_t i = 0; i < e->nmcgs; i++)
