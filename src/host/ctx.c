@@ -1066,8 +1066,10 @@ int uroce_ctx_mcast_sync(struct uroce_ctx *c)
 			uroce_udp_mcast_leave(c->v2, c->mcast.gid[i]);
 		memcpy(c->mcast.gid[i], c->mcast.gid[--c->mcast.n], 16);
 	}
-	if (!(c->def.roce & UROCE_ROCE_V2) || !c->v2)
-		return 0; /* RoCE v1 frames reach the interface's MAC filter as they are */
+	if (!(c->def.roce & UROCE_ROCE_V2))
+		return n ? -EOPNOTSUPP : 0; /* no RoCE v1 multicast (AF_PACKET membership): say so */
+	if (!c->v2)
+		return 0; /* no address bound yet: joined when the sockets open (rebind_v2) */
 	for (int i = 0; i < n; i++) {
 		if (gid_in((const uint8_t(*)[16])c->mcast.gid, c->mcast.n, want[i]) >= 0)
 			continue;

@@ -173,7 +173,9 @@ int uroce_ctx_gsi_steer(struct uroce_ctx *c, const uint64_t *ids, int n);
  * uroce_udp_mcast_join) and leave those that have none left. Call it after attaching,
  * detaching or destroying a UD QP, lock held. Each process that shares the device joins for its
  * own QPs: every member gets the group's packets. Returns 0, or the first join's error (the
- * group is tried again at the next call). A RoCE v1 only device joins nothing.
+ * group is tried again at the next call). Multicast goes over RoCE v2 only: on a RoCE v1-only
+ * device, -EOPNOTSUPP while any group has QPs (RoCE v1 would need the AF_PACKET socket's
+ * membership of the group's MAC and its filter to take QPN 0xFFFFFF: not done).
  */
 int uroce_ctx_mcast_sync(struct uroce_ctx *c);
 
