@@ -124,4 +124,44 @@ static inline struct uroce_send_wr wr_ud_send(uint64_t wr_id, struct uroce_sge *
 	return wr;
 }
 
+/*
+ * A BIND_MW: bind window mw to [addr, addr + length) of region mr with access, its R_Key's low
+ * 8 bits becoming those of rkey (mr NULL and length 0: unbind a type 1 window).
+ */
+static inline struct uroce_send_wr wr_bind_mw(uint64_t wr_id, struct uroce_mw *mw,
+					      struct uroce_mr *mr, uint64_t addr, uint64_t length,
+					      unsigned access, uint32_t rkey, unsigned send_flags)
+{
+	struct uroce_send_wr wr = wr_op(UROCE_WR_BIND_MW, wr_id, NULL, 0, send_flags);
+
+	wr.wr.bind_mw.mw = mw;
+	wr.wr.bind_mw.mr = mr;
+	wr.wr.bind_mw.addr = addr;
+	wr.wr.bind_mw.length = length;
+	wr.wr.bind_mw.access = access;
+	wr.wr.bind_mw.rkey = rkey;
+	return wr;
+}
+
+/* A LOCAL_INV of the window whose R_Key is rkey. */
+static inline struct uroce_send_wr wr_local_inv(uint64_t wr_id, uint32_t rkey,
+						unsigned send_flags)
+{
+	struct uroce_send_wr wr = wr_op(UROCE_WR_LOCAL_INV, wr_id, NULL, 0, send_flags);
+
+	wr.invalidate_rkey = rkey;
+	return wr;
+}
+
+/* A SEND with Invalidate: the receiver invalidates its window whose R_Key is rkey. */
+static inline struct uroce_send_wr wr_send_inv(uint64_t wr_id, struct uroce_sge *sg_list,
+					       int num_sge, uint32_t rkey, unsigned send_flags)
+{
+	struct uroce_send_wr wr = wr_op(UROCE_WR_SEND_WITH_INV, wr_id, sg_list, num_sge,
+					send_flags);
+
+	wr.invalidate_rkey = rkey;
+	return wr;
+}
+
 #endif

@@ -55,12 +55,19 @@ void uroce_compat_ah_attr_from_av(const struct uroce_av *av, struct ibv_ah_attr 
 
 struct ibv_ah *ibv_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr)
 {
-	struct compat_pd *pd = compat_container_of(ibpd, struct compat_pd, pd);
-	struct uroce_ctx *uc = compat_uc(ibpd->context);
+	struct compat_pd *pd;
+	struct uroce_ctx *uc;
 	struct compat_ah *ah;
 	struct uroce_av av;
-	int err = uroce_compat_av_from_ah_attr(ibpd->context, attr, &av);
+	int err;
 
+	if (!ibpd || !attr) {
+		errno = EINVAL;
+		return NULL;
+	}
+	pd = compat_container_of(ibpd, struct compat_pd, pd);
+	uc = compat_uc(ibpd->context);
+	err = uroce_compat_av_from_ah_attr(ibpd->context, attr, &av);
 	if (err) {
 		errno = -err;
 		return NULL;

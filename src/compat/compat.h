@@ -25,6 +25,7 @@
 
 #include <infiniband/verbs.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -80,6 +81,11 @@ struct compat_mr {
 	struct uroce_mr *emr;
 };
 
+struct compat_mw {
+	struct ibv_mw mw;
+	struct uroce_mw *emw;
+};
+
 struct compat_ah {
 	struct ibv_ah ah;
 	struct uroce_ah *eah;
@@ -91,8 +97,19 @@ struct compat_channel {
 	struct compat_cq *head, *tail;
 };
 
+/* Completions an extended CQ takes from the engine at a time for start_poll/next_poll. */
+#define COMPAT_CQ_EX_BATCH 16
+
+/*
+ * A CQ, plain (ibv_create_cq) or extended (ibv_create_cq_ex). struct ibv_cq is the first part
+ * of struct ibv_cq_ex, so both are the same object to the verbs that take an ibv_cq
+ * (ibv_cq_ex_to_cq is a cast) and container_of() on member cq finds this struct for either.
+ */
 struct compat_cq {
-	struct ibv_cq cq;
+	union {
+		struct ibv_cq cq;
+		struct ibv_cq_ex ex; /* extended CQs only */
+	};
 	struct uroce_cq *ecq;
 	/* Completion events waiting in the channel (channel lock). A CQ is queued once however
 	 * many events it has pending; ibv_get_cq_event() takes one at a time. */
@@ -101,6 +118,21 @@ struct compat_cq {
 	/* Events handed out (cq.mutex): destroy waits until the application acked them all. */
 	unsigned comp_reported;
 	unsigned async_reported;
+	/*
+	 * Extended CQs: the poll API (cq_ex.c) reads completions from buf, which it fills from
+	 * the engine COMPAT_CQ_EX_BATCH at a time; buf[pos..n) are taken from the engine but not
+	 * yet consumed, and ibv_poll_cq and ibv_resize_cq count them as queued. poll_lock is held
+	 * from a start_poll that finds a completion to end_poll, and by ibv_poll_cq and
+	 * ibv_resize_cq on the CQ (before the context lock), as rxe holds its CQ lock; not with
+	 * IBV_CREATE_CQ_ATTR_SINGLE_THREADED.
+	 */
+	bool is_ex;
+	bool single_threaded;
+	bool in_poll; /* between a start_poll that returned 0 and end_poll */
+	bool has_cur; /* buf[pos] is the current completion, which the read_* ops report */
+	int pos, n;
+	pthread_mutex_t poll_lock;
+	struct uroce_wc buf[COMPAT_CQ_EX_BATCH];
 };
 
 struct compat_srq {
@@ -147,7 +179,29 @@ int uroce_compat_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv
 int uroce_compat_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 			       struct ibv_recv_wr **bad);
 int uroce_compat_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc);
+/* Up to num completions from cq's engine CQ into uwc, with the pacing calls ibv_poll_cq makes
+ * (a progress round in this thread when there are none). Takes the context lock. */
+int uroce_compat_cq_take(struct compat_cq *cq, int num, struct uroce_wc *uwc);
 int uroce_compat_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+
+/* cq.c: verbs_context.create_cq_ex */
+struct ibv_cq_ex *uroce_compat_create_cq_ex(struct ibv_context *context,
+					    struct ibv_cq_init_attr_ex *attr);
+
+/* cq_ex.c: the ibv_cq_ex poll API of an extended CQ; fills cq->ex's ops for wc_flags. */
+void uroce_compat_cq_ex_init(struct compat_cq *cq, uint64_t wc_flags);
+/* The wc_flags (IBV_WC_EX_WITH_*) uroce honours. */
+#define COMPAT_CQ_EX_WC_FLAGS                                                             \
+	((uint64_t)(IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM |     \
+		    IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL |          \
+		    IBV_WC_EX_WITH_DLID_PATH_BITS))
+/* mw.c: the memory window ops */
+struct ibv_mw *uroce_compat_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int uroce_compat_dealloc_mw(struct ibv_mw *mw);
+int uroce_compat_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind);
+/* pd_mr.c: the verbs_context advise_mr op */
+int uroce_compat_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
+			   struct ibv_sge *sg, uint32_t n);
 
 /* query.c */
 int uroce_compat_query_port_op(struct ibv_context *c, uint8_t port, struct ibv_port_attr *attr,

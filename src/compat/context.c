@@ -17,28 +17,6 @@ _Static_assert(offsetof(struct ibv_context, abi_compat) == 320, "ibv_context.abi
 
 /* ---- ibv_context.ops stubs ----------------------------------------------------------------- */
 
-static struct ibv_mw *stub_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
-{
-	(void)pd;
-	(void)type;
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
-static int stub_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
-{
-	(void)qp;
-	(void)mw;
-	(void)bind;
-	return EOPNOTSUPP;
-}
-
-static int stub_dealloc_mw(struct ibv_mw *mw)
-{
-	(void)mw;
-	return EOPNOTSUPP;
-}
-
 /* The _compat_* slots: no application built against rdma-core calls them. */
 static void *stub_compat(void)
 {
@@ -58,17 +36,6 @@ static int stub_compat_query_port(struct ibv_context *c, uint8_t port,
 }
 
 /* ---- verbs_context stubs ------------------------------------------------------------------- */
-
-static int stub_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
-			  struct ibv_sge *sg, uint32_t n)
-{
-	(void)pd;
-	(void)advice;
-	(void)flags;
-	(void)sg;
-	(void)n;
-	return EOPNOTSUPP;
-}
 
 static struct ibv_mr *stub_alloc_null_mr(struct ibv_pd *pd)
 {
@@ -246,15 +213,6 @@ static int stub_query_rt_values(struct ibv_context *c, struct ibv_values_ex *v)
 	return EOPNOTSUPP;
 }
 
-/* Extended CQs are not implemented; UCX then falls back to ibv_create_cq (EOPNOTSUPP). */
-static struct ibv_cq_ex *stub_create_cq_ex(struct ibv_context *c, struct ibv_cq_init_attr_ex *a)
-{
-	(void)c;
-	(void)a;
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
 static int stub_destroy_flow(struct ibv_flow *f)
 {
 	(void)f;
@@ -360,9 +318,9 @@ void uroce_compat_ctx_set_ops(struct compat_ctx *ctx)
 	o->_compat_reg_mr = compat;
 	o->_compat_rereg_mr = compat;
 	o->_compat_dereg_mr = compat;
-	o->alloc_mw = stub_alloc_mw;
-	o->bind_mw = stub_bind_mw;
-	o->dealloc_mw = stub_dealloc_mw;
+	o->alloc_mw = uroce_compat_alloc_mw;
+	o->bind_mw = uroce_compat_bind_mw;
+	o->dealloc_mw = uroce_compat_dealloc_mw;
 	o->_compat_create_cq = compat;
 	o->poll_cq = uroce_compat_poll_cq;
 	o->req_notify_cq = uroce_compat_req_notify_cq;
@@ -387,7 +345,7 @@ void uroce_compat_ctx_set_ops(struct compat_ctx *ctx)
 	o->_compat_async_event = compat;
 
 	v->query_port = uroce_compat_query_port_op;
-	v->advise_mr = stub_advise_mr;
+	v->advise_mr = uroce_compat_advise_mr;
 	v->alloc_null_mr = stub_alloc_null_mr;
 	v->read_counters = stub_read_counters;
 	v->attach_counters_point_flow = stub_attach_counters;
@@ -411,7 +369,7 @@ void uroce_compat_ctx_set_ops(struct compat_ctx *ctx)
 	v->modify_wq = stub_modify_wq;
 	v->create_wq = stub_create_wq;
 	v->query_rt_values = stub_query_rt_values;
-	v->create_cq_ex = stub_create_cq_ex;
+	v->create_cq_ex = uroce_compat_create_cq_ex;
 	v->priv = NULL;
 	v->query_device_ex = uroce_compat_query_device_ex_op;
 	/* Old (libibverbs 1.1.8) applications look for the flow verbs at the placeholders. */

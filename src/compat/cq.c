@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Completion channels and completion queues (poll and arm are in post.c, the data path). */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -45,8 +46,10 @@ int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 	return 0;
 }
 
-struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
-			     struct ibv_comp_channel *channel, int comp_vector)
+/* A CQ of cqe entries, plain or (ex) extended with wc_flags and flags. NULL with errno. */
+static struct compat_cq *cq_new(struct ibv_context *context, int cqe, void *cq_context,
+				struct ibv_comp_channel *channel, int comp_vector, bool ex,
+				uint64_t wc_flags, uint32_t flags)
 {
 	struct uroce_ctx *uc = compat_uc(context);
 	struct compat_cq *cq;
@@ -76,6 +79,11 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_cont
 	cq->cq.cqe = cqe;
 	pthread_mutex_init(&cq->cq.mutex, NULL);
 	pthread_cond_init(&cq->cq.cond, NULL);
+	if (ex) {
+		uroce_compat_cq_ex_init(cq, wc_flags);
+		cq->single_threaded = flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED;
+		pthread_mutex_init(&cq->poll_lock, NULL);
+	}
 	if (channel) {
 		struct compat_channel *ch = compat_container_of(channel, struct compat_channel, ch);
 
@@ -83,7 +91,48 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_cont
 		channel->refcnt++;
 		pthread_mutex_unlock(&ch->lock);
 	}
-	return &cq->cq;
+	return cq;
+}
+
+struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
+			     struct ibv_comp_channel *channel, int comp_vector)
+{
+	struct compat_cq *cq =
+		cq_new(context, cqe, cq_context, channel, comp_vector, false, 0, 0);
+
+	return cq ? &cq->cq : NULL;
+}
+
+/*
+ * verbs_context.create_cq_ex (the inline ibv_create_cq_ex). As rdma-core and rxe: an unknown
+ * comp_mask bit, a wc_flag uroce does not honour (timestamps, CVLAN, flow tag, tag matching)
+ * and IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN (the kernel's rxe refuses CQ flags) are EOPNOTSUPP, as
+ * is a parent domain (uroce has none); a CQ size or completion vector out of range is EINVAL.
+ */
+struct ibv_cq_ex *uroce_compat_create_cq_ex(struct ibv_context *context,
+					    struct ibv_cq_init_attr_ex *a)
+{
+	uint32_t flags = 0;
+	struct compat_cq *cq;
+
+	if (a->comp_mask & ~(uint32_t)IBV_CQ_INIT_ATTR_MASK_FLAGS) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (a->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS)
+		flags = a->flags;
+	if ((a->wc_flags & ~COMPAT_CQ_EX_WC_FLAGS) ||
+	    (flags & ~(uint32_t)IBV_CREATE_CQ_ATTR_SINGLE_THREADED)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (a->cqe > UROCE_MAX_CQE || a->comp_vector > INT32_MAX) {
+		errno = EINVAL;
+		return NULL;
+	}
+	cq = cq_new(context, (int)a->cqe, a->cq_context, a->channel, (int)a->comp_vector, true,
+		    a->wc_flags, flags);
+	return cq ? &cq->ex : NULL;
 }
 
 int ibv_destroy_cq(struct ibv_cq *ibcq)
@@ -117,8 +166,39 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 	}
 	pthread_cond_destroy(&ibcq->cond);
 	pthread_mutex_destroy(&ibcq->mutex);
+	if (cq->is_ex)
+		pthread_mutex_destroy(&cq->poll_lock);
 	free(cq);
 	return 0;
+}
+
+/*
+ * Completions queued stay queued, those an extended CQ's poll API has taken from the engine
+ * included. EINVAL for a size out of range or below that count, as rxe; ibv_cq.cqe becomes the
+ * new size.
+ */
+int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
+{
+	struct compat_cq *cq = compat_container_of(ibcq, struct compat_cq, cq);
+	struct uroce_ctx *uc = compat_uc(ibcq->context);
+	bool lock = cq->is_ex && !cq->single_threaded;
+	int err;
+
+	if (cqe < 1 || cqe > UROCE_MAX_CQE)
+		return EINVAL;
+	if (lock)
+		pthread_mutex_lock(&cq->poll_lock);
+	uroce_ctx_lock(uc);
+	if ((uint32_t)cqe < uroce_cq_count(cq->ecq) + (uint32_t)(cq->n - cq->pos))
+		err = -EINVAL;
+	else
+		err = uroce_cq_resize(cq->ecq, (uint32_t)cqe);
+	uroce_ctx_unlock(uc);
+	if (!err)
+		ibcq->cqe = cqe;
+	if (lock)
+		pthread_mutex_unlock(&cq->poll_lock);
+	return -err;
 }
 
 int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq_out, void **cq_context)

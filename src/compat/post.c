@@ -84,7 +84,7 @@ static int send_wr_from_ibv(const struct ibv_qp *qp, const struct ibv_send_wr *w
 			(IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | IBV_SEND_INLINE);
 	u->imm_data = 0;
 	u->invalidate_rkey = 0;
-	if (w->opcode == IBV_WR_SEND_WITH_INV)
+	if (w->opcode == IBV_WR_SEND_WITH_INV || w->opcode == IBV_WR_LOCAL_INV)
 		u->invalidate_rkey = w->invalidate_rkey;
 	else
 		u->imm_data =
@@ -111,11 +111,24 @@ static int send_wr_from_ibv(const struct ibv_qp *qp, const struct ibv_send_wr *w
 		u->wr.atomic.swap = w->wr.atomic.swap;
 		u->wr.atomic.rkey = w->wr.atomic.rkey;
 		break;
+	case IBV_WR_BIND_MW: {
+		const struct ibv_mw_bind_info *b = &w->bind_mw.bind_info;
+
+		if (!w->bind_mw.mw)
+			return -EINVAL;
+		u->wr.bind_mw.mw = compat_container_of(w->bind_mw.mw, struct compat_mw, mw)->emw;
+		u->wr.bind_mw.mr =
+			b->mr ? compat_container_of(b->mr, struct compat_mr, mr)->emr : NULL;
+		u->wr.bind_mw.addr = b->addr;
+		u->wr.bind_mw.length = b->length;
+		u->wr.bind_mw.rkey = w->bind_mw.rkey;
+		u->wr.bind_mw.access = b->mw_access_flags;
+		break;
+	}
 	case IBV_WR_SEND:
 	case IBV_WR_SEND_WITH_IMM:
 	case IBV_WR_SEND_WITH_INV:
 	case IBV_WR_LOCAL_INV:
-	case IBV_WR_BIND_MW:
 	case IBV_WR_TSO:
 	case IBV_WR_DRIVER1:
 	case IBV_WR_ATOMIC_WRITE:
@@ -243,21 +256,22 @@ static void wc_to_ibv(const struct uroce_wc *u, struct ibv_wc *w)
 	w->dlid_path_bits = 0;
 }
 
-int uroce_compat_poll_cq(struct ibv_cq *ibcq, int num, struct ibv_wc *wc)
+/*
+ * Up to num completions from the engine CQ, into wc (converted) or, when wc is NULL, into raw
+ * as they are. Takes and releases the context lock.
+ */
+static int poll_paced(struct compat_cq *cq, int num, struct ibv_wc *wc, struct uroce_wc *raw)
 {
-	struct compat_cq *cq = compat_container_of(ibcq, struct compat_cq, cq);
-	struct uroce_ctx *uc = compat_uc(ibcq->context);
+	struct uroce_ctx *uc = compat_uc(cq->cq.context);
 	struct uroce_wc uwc[BATCH];
 	int total = 0;
 
-	if (num < 0)
-		return -1;
 	uroce_ctx_lock(uc);
 	for (bool progressed = false;;) {
 		int want = num - total < BATCH ? num - total : BATCH;
-		int n = uroce_cq_poll(cq->ecq, want, uwc);
+		int n = uroce_cq_poll(cq->ecq, want, wc ? uwc : raw + total);
 
-		for (int i = 0; i < n; i++)
+		for (int i = 0; wc && i < n; i++)
 			wc_to_ibv(&uwc[i], &wc[total + i]);
 		total += n;
 		if (n == want && total < num)
@@ -280,6 +294,32 @@ int uroce_compat_poll_cq(struct ibv_cq *ibcq, int num, struct ibv_wc *wc)
 		progressed = true;
 	}
 	uroce_ctx_unlock(uc);
+	return total;
+}
+
+int uroce_compat_cq_take(struct compat_cq *cq, int num, struct uroce_wc *uwc)
+{
+	return poll_paced(cq, num, NULL, uwc);
+}
+
+int uroce_compat_poll_cq(struct ibv_cq *ibcq, int num, struct ibv_wc *wc)
+{
+	struct compat_cq *cq = compat_container_of(ibcq, struct compat_cq, cq);
+	int total = 0;
+
+	if (num < 0)
+		return -1;
+	if (!cq->is_ex)
+		return poll_paced(cq, num, wc, NULL);
+	/* An extended CQ hands out what its poll API took from the engine first: order holds. */
+	if (!cq->single_threaded)
+		pthread_mutex_lock(&cq->poll_lock);
+	for (; total < num && cq->pos < cq->n; total++)
+		wc_to_ibv(&cq->buf[cq->pos++], &wc[total]);
+	if (total < num)
+		total += poll_paced(cq, num - total, wc + total, NULL);
+	if (!cq->single_threaded)
+		pthread_mutex_unlock(&cq->poll_lock);
 	return total;
 }
 

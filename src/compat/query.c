@@ -53,12 +53,15 @@ static void fill_device_attr(struct compat_ctx *ctx, struct ibv_device_attr *a)
 	a->max_qp = (int)cfg.max_qp;
 	a->max_qp_wr = UROCE_MAX_QP_WR;
 	/* No PORT_ACTIVE_EVENT: interface changes do not raise port events (yet). */
-	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID;
+	/* Memory windows: type 1 and type 2B (bound to a QP), as rxe. */
+	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |
+			      IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
 	a->max_sge = UROCE_MAX_SGE;
 	a->max_sge_rd = UROCE_MAX_SGE;
 	a->max_cq = (int)cfg.max_cq;
 	a->max_cqe = UROCE_MAX_CQE;
 	a->max_mr = (int)cfg.max_mr;
+	a->max_mw = (int)cfg.max_mw;
 	a->max_pd = (int)cfg.max_pd;
 	a->max_qp_rd_atom = UROCE_MAX_RD_ATOMIC;
 	a->max_ee_rd_atom = 0;
@@ -98,6 +101,17 @@ int uroce_compat_query_device_ex_op(struct ibv_context *c,
 	fill_device_attr(compat_ctx_of(c), &ex.orig_attr);
 	ex.device_cap_flags_ex = ex.orig_attr.device_cap_flags;
 	ex.phys_port_cnt_ex = ex.orig_attr.phys_port_cnt;
+	/* Every region is pageable process memory reached by virtual address: on-demand paging,
+	 * implicit regions included, works for every operation a transport has (no XRC). */
+	ex.odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
+	ex.odp_caps.per_transport_caps.rc_odp_caps =
+		IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
+		IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
+	ex.odp_caps.per_transport_caps.uc_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+						     IBV_ODP_SUPPORT_WRITE |
+						     IBV_ODP_SUPPORT_SRQ_RECV;
+	ex.odp_caps.per_transport_caps.ud_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+						     IBV_ODP_SUPPORT_SRQ_RECV;
 	/* An application built against newer headers passes a larger struct: zero the rest. */
 	if (attr_size > sizeof(ex)) {
 		memset((char *)attr + sizeof(ex), 0, attr_size - sizeof(ex));

@@ -12,26 +12,6 @@
 
 /* ---- public verbs ---------------------------------------------------------------------------- */
 
-int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length,
-		 int access)
-{
-	(void)mr;
-	(void)flags;
-	(void)pd;
-	(void)addr;
-	(void)length;
-	(void)access;
-	errno = EOPNOTSUPP;
-	return IBV_REREG_MR_ERR_INPUT; /* the old MR stays valid */
-}
-
-int ibv_resize_cq(struct ibv_cq *cq, int cqe)
-{
-	(void)cq;
-	(void)cqe;
-	return EOPNOTSUPP;
-}
-
 struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 {
 	/* rdma-core returns NULL unless the QP was made with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,

@@ -18,6 +18,7 @@ void uroce_eng_cfg_default(struct uroce_eng_cfg *cfg)
 	cfg->qpn_base = 0x11;
 	cfg->max_qp = 1024;
 	cfg->max_mr = 4096;
+	cfg->max_mw = 4096;
 	cfg->max_cq = 1024;
 	cfg->max_srq = 256;
 	cfg->max_ah = 4096;
@@ -29,7 +30,8 @@ void uroce_eng_cfg_default(struct uroce_eng_cfg *cfg)
 int uroce_eng_create(struct uroce_eng **out, const struct uroce_eng_cfg *cfg)
 {
 	if (cfg->qpn_base < 2 || !cfg->max_qp || cfg->qpn_base + (uint64_t)cfg->max_qp > 0xFFFFFF ||
-	    !cfg->max_mr || cfg->max_mr > 0xFFFFFF || !cfg->max_events)
+	    !cfg->max_mr || cfg->max_mr > 0x7FFFFF ||
+	    cfg->max_mw > 0x7FFFFF || !cfg->max_events)
 		return -EINVAL;
 	struct uroce_eng *e = calloc(1, sizeof(*e));
 
@@ -42,6 +44,7 @@ int uroce_eng_create(struct uroce_eng **out, const struct uroce_eng_cfg *cfg)
 	e->mr_gen = cfg->key_seed;
 	e->pds = calloc(cfg->max_pd ? cfg->max_pd : 1, sizeof(*e->pds));
 	e->mrs = calloc(cfg->max_mr, sizeof(*e->mrs));
+	e->mws = calloc(cfg->max_mw ? cfg->max_mw : 1, sizeof(*e->mws));
 	e->ahs = calloc(cfg->max_ah ? cfg->max_ah : 1, sizeof(*e->ahs));
 	e->cqs = calloc(cfg->max_cq ? cfg->max_cq : 1, sizeof(*e->cqs));
 	e->srqs = calloc(cfg->max_srq ? cfg->max_srq : 1, sizeof(*e->srqs));
@@ -50,7 +53,7 @@ int uroce_eng_create(struct uroce_eng **out, const struct uroce_eng_cfg *cfg)
 	e->events = calloc(e->cfg.max_events, sizeof(*e->events));
 	e->bounce = malloc((size_t)UROCE_TX_BOUNCE * UROCE_TX_BOUNCE_SIZE);
 	e->mcgs = calloc(UROCE_MAX_MCAST_GRP, sizeof(*e->mcgs));
-	if (!e->mcgs || !e->pds || !e->mrs || !e->ahs || !e->cqs || !e->srqs || !e->qps || !e->live || !e->events ||
+	if (!e->mcgs || !e->pds || !e->mrs || !e->mws || !e->ahs || !e->cqs || !e->srqs || !e->qps || !e->live || !e->events ||
 	    !e->bounce) {
 		uroce_eng_destroy(e);
 		return -ENOMEM;
@@ -63,7 +66,11 @@ void uroce_eng_destroy(struct uroce_eng *e)
 {
 	if (!e)
 		return;
-	/* Children first: QPs hold CQs, SRQs and PDs; MRs, AHs and SRQs hold PDs. */
+	/* Children first: windows hold MRs, QPs and PDs; QPs hold CQs, SRQs and PDs; MRs, AHs
+	 * and SRQs hold PDs. */
+	for (uint32_t i = 0; e->mws && i < e->cfg.max_mw; i++)
+		if (e->mws[i])
+			uroce_mw_dealloc(e->mws[i]);
 	for (uint32_t i = 0; e->qps && i < e->cfg.max_qp; i++)
 		if (e->qps[i])
 			uroce_qp_destroy(e->qps[i]);
@@ -86,6 +93,7 @@ void uroce_eng_destroy(struct uroce_eng *e)
 			uroce_pd_free(e->pds[i]);
 	free(e->pds);
 	free(e->mrs);
+	free(e->mws);
 	free(e->ahs);
 	free(e->cqs);
 	free(e->srqs);

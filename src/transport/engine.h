@@ -32,6 +32,7 @@
 struct uroce_eng;
 struct uroce_pd;
 struct uroce_mr;
+struct uroce_mw;
 struct uroce_cq;
 struct uroce_qp;
 struct uroce_srq;
@@ -44,7 +45,8 @@ struct uroce_ah;
 struct uroce_eng_cfg {
 	uint32_t qpn_base;  /* first QPN handed out (>= 2; several processes share a device) */
 	uint32_t max_qp;    /* QPs (QPN range qpn_base .. qpn_base + max_qp - 1), plus QP1 */
-	uint32_t max_mr;
+	uint32_t max_mr;     /* at most 0x7FFFFF: keys with the top bit set are windows' */
+	uint32_t max_mw;     /* memory windows; 0: none can be allocated */
 	uint32_t max_cq;
 	uint32_t max_srq;
 	uint32_t max_ah;
@@ -125,6 +127,7 @@ enum uroce_access {
 	UROCE_ACCESS_REMOTE_ATOMIC = 8,
 	UROCE_ACCESS_MW_BIND = 16,
 	UROCE_ACCESS_ZERO_BASED = 32,
+	UROCE_ACCESS_ON_DEMAND = 64, /* on-demand paging: what ibv_advise_mr accepts */
 };
 
 int uroce_pd_alloc(struct uroce_eng *e, struct uroce_pd **out);
@@ -134,12 +137,82 @@ int uroce_pd_free(struct uroce_pd *pd);
 /*
  * Register [addr, addr + len) with I/O virtual address iova (remote VAs are iova-based).
  * Remote write or atomic access needs local write (IBTA 10.6.3.1): -EINVAL otherwise.
+ * Implicit on-demand paging: with UROCE_ACCESS_ON_DEMAND, addr NULL, len SIZE_MAX and iova 0
+ * register the whole address space; the keys then cover every address (VA == host address,
+ * except address 0), and every access through them is first checked with the engine's memory
+ * probe (uroce_eng_set_mem_probe), since no registration bounds the range. NULL with any other
+ * length, or without ON_DEMAND, is -EINVAL.
  */
 int uroce_mr_reg(struct uroce_pd *pd, void *addr, size_t len, uint64_t iova, unsigned access,
 		 struct uroce_mr **out);
+/* -EBUSY while memory windows are bound to it. */
 int uroce_mr_dereg(struct uroce_mr *mr);
 uint32_t uroce_mr_lkey(const struct uroce_mr *mr);
 uint32_t uroce_mr_rkey(const struct uroce_mr *mr);
+bool uroce_mr_implicit(const struct uroce_mr *mr);
+
+/* The rereg flags, equal to rdma-core's IBV_REREG_MR_CHANGE_*. */
+enum uroce_rereg_flags {
+	UROCE_REREG_TRANSLATION = 1 << 0,
+	UROCE_REREG_PD = 1 << 1,
+	UROCE_REREG_ACCESS = 1 << 2,
+};
+
+/*
+ * Change a registered region in place: its range (TRANSLATION: addr, len and iova, as
+ * uroce_mr_reg takes them), its PD, its access flags. What flags does not name stays; lkey and
+ * rkey stay the same (as rxe keeps them), so work requests and peers that hold them reach the
+ * new range, PD and rights from the next packet on. Everything is checked before anything
+ * changes: -EINVAL (no flag or an unknown one; TRANSLATION with addr NULL, len 0 or a range
+ * that wraps; access as uroce_mr_reg refuses it, or changing ZERO_BASED; an implicit region's
+ * TRANSLATION or ON_DEMAND change; a PD of another engine). Nothing changes on error.
+ */
+int uroce_mr_rereg(struct uroce_mr *mr, unsigned flags, struct uroce_pd *pd, void *addr,
+		   size_t len, uint64_t iova, unsigned access);
+
+/*
+ * ibv_advise_mr's checks: [va, va + len) through lkey, for a prefetch by pd (for writing when
+ * write is set). On success *out is the host address of va; the caller prefetches
+ * [*out, *out + len). Errors, as the ibv_advise_mr man page lists them: -ENOENT no region has
+ * that lkey; -EPERM the region belongs to another PD, or write without local write access;
+ * -EINVAL the region is not on-demand (UROCE_ACCESS_ON_DEMAND); -EFAULT the range is not
+ * inside the region (or, in an implicit region, wraps or starts at address 0). An implicit
+ * region's range is not probed here: whether it is mapped is the prefetch's to find out.
+ */
+int uroce_mr_advise_range(struct uroce_pd *pd, uint32_t lkey, uint64_t va, uint64_t len,
+			  bool write, void **out);
+
+/*
+ * The host's memory probe: 0 when [addr, addr + len) is mapped in the process and readable (and
+ * writable when write is set), else a negative errno. The engine calls it before it touches
+ * memory through an implicit on-demand region, from any call that moves data, under the
+ * caller's serialisation; it must not call back into the engine. NULL (the default): no check.
+ */
+typedef int (*uroce_mem_probe_fn)(void *arg, const void *addr, size_t len, bool write);
+void uroce_eng_set_mem_probe(struct uroce_eng *e, uroce_mem_probe_fn fn, void *arg);
+
+/*
+ * Memory windows (IBTA 10.6.7): remote access to part of a memory region, with rights of their
+ * own, under an R_Key of their own. A window is bound by a UROCE_WR_BIND_MW work request, which
+ * sets its region, range, rights and the low 8 bits of its R_Key (the "key" the consumer picks;
+ * the upper 24 bits are the window's own). Type 1 windows are rebound at will (a bind of length
+ * 0 unbinds) and cannot be invalidated; type 2 windows (type 2B: bound to the QP that bound
+ * them, used only through it) are bound only when free, and become free again by LOCAL_INV
+ * posted on that QP, by a SEND_WITH_INV received on it, or when the QP is destroyed. A window's
+ * R_Key has the top bit set; a region's never has.
+ */
+enum uroce_mw_type {
+	UROCE_MW_TYPE_1 = 1,
+	UROCE_MW_TYPE_2 = 2,
+};
+
+/* A window, not bound, with a fresh R_Key. -EINVAL for another type, -ENOMEM when max_mw are
+ * allocated. */
+int uroce_mw_alloc(struct uroce_pd *pd, enum uroce_mw_type type, struct uroce_mw **out);
+/* Frees the window; a bound window is unbound first (its R_Key stops working at once). */
+int uroce_mw_dealloc(struct uroce_mw *mw);
+/* The window's current R_Key (a bind changes its low 8 bits). */
+uint32_t uroce_mw_rkey(const struct uroce_mw *mw);
 
 /* Address vector: how to reach a peer. The engine copies it into every packet it sends. */
 struct uroce_av {
@@ -227,6 +300,12 @@ int uroce_cq_poll(struct uroce_cq *cq, int n, struct uroce_wc *wc);
  * UROCE_EVENT_COMP once. */
 int uroce_cq_req_notify(struct uroce_cq *cq, bool solicited_only);
 uint32_t uroce_cq_count(const struct uroce_cq *cq);
+/*
+ * Make the CQ hold cqe entries, keeping the completions queued in it, oldest first. -EINVAL
+ * when cqe is 0, beyond UROCE_MAX_CQE or below uroce_cq_count(); -ENOMEM leaves the CQ as it
+ * was. An armed notification stays armed.
+ */
+int uroce_cq_resize(struct uroce_cq *cq, uint32_t cqe);
 
 /* ---- shared receive queues ------------------------------------------------------------- */
 
@@ -357,7 +436,9 @@ struct uroce_qp_attr {
 
 int uroce_qp_create(struct uroce_pd *pd, const struct uroce_qp_init *init, struct uroce_qp **out);
 /* The IBTA transition table: an illegal transition or a missing required attribute (or one not
- * allowed for the transition) gives -EINVAL and changes nothing. Moving to ERR flushes. */
+ * allowed for the transition) gives -EINVAL and changes nothing. Moving to ERR flushes. Moving
+ * to RESET empties the queues and removes the QP's completions still in its CQs (as libmlx5
+ * and libmlx4 do). */
 int uroce_qp_modify(struct uroce_qp *qp, const struct uroce_qp_attr *attr, unsigned mask);
 int uroce_qp_query(const struct uroce_qp *qp, struct uroce_qp_attr *attr,
 		   struct uroce_qp_init *init);
@@ -445,7 +526,7 @@ struct uroce_send_wr {
 	enum uroce_wr_opcode opcode;
 	unsigned send_flags;
 	uint32_t imm_data;	  /* host-order value of the wire field */
-	uint32_t invalidate_rkey; /* SEND_WITH_INV */
+	uint32_t invalidate_rkey; /* SEND_WITH_INV, LOCAL_INV: a type 2 window's R_Key */
 	union {
 		struct {
 			uint64_t remote_addr;
@@ -462,6 +543,23 @@ struct uroce_send_wr {
 			uint32_t remote_qpn;
 			uint32_t remote_qkey;
 		} ud;
+		/*
+		 * BIND_MW (RC and UC QPs): bind mw to [addr, addr + length) of mr with access
+		 * (UROCE_ACCESS_REMOTE_*, LOCAL_WRITE, ZERO_BASED for type 2: remote addresses
+		 * are then offsets from addr). The window's R_Key becomes its own upper 24 bits
+		 * with rkey's low 8. mr may be NULL with length 0: unbind (type 1 only).
+		 * The fields of ibv_send_wr.bind_mw and of ibv_wr_bind_mw() map one to one.
+		 * Checked when the request runs, in its turn in the send queue; a failed check
+		 * completes it with UROCE_WC_MW_BIND_ERR and the QP goes to ERR.
+		 */
+		struct {
+			struct uroce_mw *mw;
+			struct uroce_mr *mr;
+			uint64_t addr;
+			uint64_t length;
+			uint32_t rkey;
+			unsigned access;
+		} bind_mw;
 	} wr;
 };
 
@@ -475,8 +573,16 @@ struct uroce_recv_wr {
 /*
  * Post a chain of work requests. On error *bad points at the first one not posted and the
  * return value is negative: -EINVAL (bad opcode for the QP type, too many SGEs, inline too
- * long, bad lkey for inline data), -ENOMEM (queue full: rdma-core's ENOMEM).
+ * long, bad lkey for inline data, BIND_MW without a window or with a region of another
+ * engine), -ENOMEM (queue full: rdma-core's ENOMEM).
  * Posting to a QP in ERR completes the request at once with UROCE_WC_WR_FLUSH_ERR.
+ * BIND_MW and LOCAL_INV send nothing: they take effect when the requester reaches them and
+ * complete in order with the rest (UROCE_WC_BIND_MW, UROCE_WC_LOCAL_INV; a LOCAL_INV of a key
+ * that is not a bound type 2 window of this QP completes with UROCE_WC_LOC_QP_OP_ERR).
+ * SEND_WITH_INV (RC) sends the R_Key in an IETH; the receiver invalidates that window and its
+ * receive completes with UROCE_WC_WITH_INV and invalidated_rkey, or, when the key names no
+ * bound type 2 window of the receiving QP, with UROCE_WC_REM_INV_REQ_ERR after an invalid
+ * request NAK.
  */
 int uroce_post_send(struct uroce_qp *qp, struct uroce_send_wr *wr, struct uroce_send_wr **bad);
 int uroce_post_recv(struct uroce_qp *qp, struct uroce_recv_wr *wr, struct uroce_recv_wr **bad);

@@ -49,6 +49,25 @@ struct uroce_mr {
 	uint32_t key; /* lkey == rkey */
 	unsigned access;
 	uint32_t idx;
+	uint32_t nmw; /* windows bound to it */
+	bool implicit; /* the whole address space: addr NULL, iova 0, len SIZE_MAX */
+};
+
+/* Keys with this bit set are windows' (index and key byte below it, as a region's). */
+#define UROCE_MW_KEY_BIT 0x80000000u
+
+struct uroce_mw {
+	struct uroce_eng *eng;
+	struct uroce_pd *pd;
+	enum uroce_mw_type type;
+	uint32_t key;	   /* R_Key: UROCE_MW_KEY_BIT | (idx + 1) << 8 | key byte */
+	uint32_t serial;   /* which allocation holds the slot: a queued bind names it so */
+	struct uroce_mr *mr; /* bound to, or NULL */
+	struct uroce_qp *qp; /* type 2: the QP it was bound through (2B), while bound */
+	uint64_t addr;	   /* the window's first byte, an I/O virtual address of mr */
+	uint64_t len;
+	unsigned access;
+	uint32_t idx;
 };
 
 struct uroce_ah {
@@ -105,6 +124,9 @@ struct uroce_swqe {
 	struct uroce_sge *sge;
 	uint8_t *inline_data;	 /* this slot's inline copy, when UROCE_SEND_INLINE */
 	struct uroce_av av;	 /* UD: copied from the AH at post time */
+	/* BIND_MW: the window (slot and serial) and the region (lkey) as at post time, looked
+	 * up again when the bind runs: either may be gone by then */
+	uint32_t mw_idx, mw_serial, mr_key;
 	uint32_t length;
 	uint32_t first_psn;
 	uint32_t last_psn;
@@ -230,6 +252,8 @@ struct uroce_eng {
 	/* object tables (index -> object), allocated at create */
 	struct uroce_pd **pds;
 	struct uroce_mr **mrs;
+	struct uroce_mw **mws;
+	uint32_t mw_serial;
 	struct uroce_ah **ahs;
 	struct uroce_cq **cqs;
 	struct uroce_srq **srqs;
@@ -250,6 +274,9 @@ struct uroce_eng {
 	/* bounce buffers for payloads that span SGEs */
 	uint8_t *bounce;
 	uint32_t bounce_used;
+	/* the host's check of memory reached through implicit regions */
+	uroce_mem_probe_fn mem_probe;
+	void *mem_probe_arg;
 };
 
 static inline void uroce_count(struct uroce_eng *e, enum uroce_counter c)
@@ -267,6 +294,18 @@ struct uroce_mr *uroce_mr_lookup(struct uroce_eng *e, uint32_t key);
 /* Host pointer for [va, va + len) in mr with access, or NULL. */
 uint8_t *uroce_mr_ptr(struct uroce_mr *mr, struct uroce_pd *pd, uint64_t va, uint64_t len,
 		      unsigned access);
+/* Host pointer for [va, va + len) under rkey, a region's or a window's, as the responder of qp
+ * may use it with access (IBTA 10.6.7.2: a window's PD, rights, range and, type 2, QP), or
+ * NULL. */
+uint8_t *uroce_rkey_ptr(struct uroce_qp *qp, uint32_t rkey, uint64_t va, uint64_t len,
+			unsigned access);
+/* Run a BIND_MW request of qp: UROCE_WC_SUCCESS or UROCE_WC_MW_BIND_ERR. */
+enum uroce_wc_status uroce_mw_bind(struct uroce_qp *qp, const struct uroce_swqe *w);
+/* Invalidate the type 2 window under rkey bound through qp: 0, or -EINVAL when rkey names
+ * none (a region, a type 1 window, a free window, another QP's). */
+int uroce_mw_invalidate(struct uroce_qp *qp, uint32_t rkey);
+/* qp is going away: the windows bound through it become free. */
+void uroce_mw_forget_qp(struct uroce_qp *qp);
 /* Copy len bytes at offset off of the SGE list into dst; -EFAULT on a bad SGE. */
 int uroce_sge_gather(struct uroce_eng *e, struct uroce_pd *pd, const struct uroce_sge *sge,
 		     uint32_t nsge, uint32_t off, uint8_t *dst, uint32_t len);
@@ -279,6 +318,8 @@ const uint8_t *uroce_sge_contig(struct uroce_eng *e, struct uroce_pd *pd,
 int uroce_sge_scatter(struct uroce_eng *e, struct uroce_pd *pd, const struct uroce_sge *sge,
 		      uint32_t nsge, uint32_t off, const uint8_t *src, uint32_t len);
 bool uroce_cq_push(struct uroce_cq *cq, const struct uroce_wc *wc, bool solicited);
+/* Remove qpn's completions from cq, keeping the others in order. */
+void uroce_cq_clean(struct uroce_cq *cq, uint32_t qpn);
 int uroce_rq_pop(struct uroce_rq *rq, struct uroce_rwqe *out, struct uroce_sge *sge_out);
 void uroce_srq_check_limit(struct uroce_srq *srq);
 

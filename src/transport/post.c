@@ -20,8 +20,9 @@ static bool opcode_ok(enum uroce_qp_type type, enum uroce_wr_opcode op)
 		return type == UROCE_QPT_RC;
 	case UROCE_WR_LOCAL_INV:
 	case UROCE_WR_BIND_MW:
+		return type == UROCE_QPT_RC || type == UROCE_QPT_UC;
 	case UROCE_WR_SEND_WITH_INV:
-		return false; /* no memory windows or fast registration */
+		return type == UROCE_QPT_RC; /* IETH opcodes exist for RC only (IBTA 9.2) */
 	}
 	return false;
 }
@@ -57,6 +58,15 @@ static int check_send_wr(struct uroce_qp *qp, const struct uroce_send_wr *wr)
 	     wr->opcode == UROCE_WR_ATOMIC_FETCH_AND_ADD) &&
 	    (len != 8 || wr->wr.atomic.remote_addr & 7))
 		return -EINVAL;
+	if (wr->opcode == UROCE_WR_BIND_MW) {
+		const struct uroce_mw *mw = wr->wr.bind_mw.mw;
+		const struct uroce_mr *mr = wr->wr.bind_mw.mr;
+
+		/* The rest is checked when the bind runs (uroce_mw_bind). */
+		if (!mw || mw->eng != qp->eng || (mr && mr->eng != qp->eng) ||
+		    (!mr && wr->wr.bind_mw.length) || (wr->send_flags & UROCE_SEND_INLINE))
+			return -EINVAL;
+	}
 	if (qp->init.type == UROCE_QPT_UD || qp->init.type == UROCE_QPT_GSI) {
 		if (!wr->wr.ud.ah || wr->wr.ud.ah->pd->eng != qp->eng || len > qp->mtu ||
 		    wr->wr.ud.remote_qpn > 0xFFFFFF)
@@ -113,6 +123,14 @@ int uroce_post_send(struct uroce_qp *qp, struct uroce_send_wr *wr, struct uroce_
 		}
 		if (qp->init.type == UROCE_QPT_UD || qp->init.type == UROCE_QPT_GSI)
 			w->av = wr->wr.ud.ah->av;
+		if (wr->opcode == UROCE_WR_BIND_MW) {
+			/* Kept by index and key, not by pointer: uroce_mw_bind finds them again. */
+			w->mw_idx = wr->wr.bind_mw.mw->idx;
+			w->mw_serial = wr->wr.bind_mw.mw->serial;
+			w->mr_key = wr->wr.bind_mw.mr ? wr->wr.bind_mw.mr->key : 0;
+			w->wr.wr.bind_mw.mw = NULL;
+			w->wr.wr.bind_mw.mr = NULL;
+		}
 		w->signaled = qp->init.sq_sig_all || (wr->send_flags & UROCE_SEND_SIGNALED);
 		w->state = UROCE_WQE_POSTED;
 		w->status = UROCE_WC_SUCCESS;

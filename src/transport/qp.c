@@ -340,6 +340,7 @@ int uroce_qp_destroy(struct uroce_qp *qp)
 
 	uroce_qp_unschedule(qp);
 	uroce_mcast_detach_all(qp);
+	uroce_mw_forget_qp(qp);
 	if (qp == e->gsi)
 		e->gsi = NULL;
 	else
@@ -402,10 +403,13 @@ static int attr_check(const struct uroce_qp *qp, const struct uroce_qp_attr *a, 
 		return -EINVAL;
 	if ((mask & UROCE_QP_DEST_QPN) && (a->dest_qp_num > 0xFFFFFF || a->dest_qp_num == 0))
 		return -EINVAL;
+	/* ON_DEMAND grants a QP nothing; accepted, as the kernel's drivers ignore it (pyverbs sets a
+	 * QP's flags to its regions' access flags). */
 	if ((mask & UROCE_QP_ACCESS_FLAGS) &&
 	    (a->qp_access_flags & ~(unsigned)(UROCE_ACCESS_LOCAL_WRITE | UROCE_ACCESS_REMOTE_WRITE |
 					      UROCE_ACCESS_REMOTE_READ |
-					      UROCE_ACCESS_REMOTE_ATOMIC | UROCE_ACCESS_MW_BIND)))
+					      UROCE_ACCESS_REMOTE_ATOMIC | UROCE_ACCESS_MW_BIND |
+					      UROCE_ACCESS_ON_DEMAND)))
 		return -EINVAL;
 	if (mask & UROCE_QP_ALT_PATH)
 		return -EOPNOTSUPP; /* no automatic path migration on RoCE */
@@ -496,6 +500,12 @@ int uroce_qp_modify(struct uroce_qp *qp, const struct uroce_qp_attr *a, unsigned
 	switch (next) {
 	case UROCE_QPS_RESET:
 		qp_reset(qp);
+		/* Completions of the QP's previous life (flushes, errors) go with it, as libmlx5
+		 * and libmlx4 clean their CQs on RESET: a QP brought back from ERR must not hand
+		 * them out as its new work's. */
+		uroce_cq_clean(qp->init.send_cq, uroce_qp_num(qp));
+		if (qp->init.recv_cq != qp->init.send_cq)
+			uroce_cq_clean(qp->init.recv_cq, uroce_qp_num(qp));
 		break;
 	case UROCE_QPS_ERR:
 		if (cur != UROCE_QPS_ERR)

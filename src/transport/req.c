@@ -15,6 +15,12 @@ static bool wqe_is_rd_atomic(const struct uroce_swqe *w)
 	       w->wr.opcode == UROCE_WR_ATOMIC_FETCH_AND_ADD;
 }
 
+/* BIND_MW and LOCAL_INV: done by the requester itself, no packet. */
+static bool wqe_is_local(const struct uroce_swqe *w)
+{
+	return w->wr.opcode == UROCE_WR_BIND_MW || w->wr.opcode == UROCE_WR_LOCAL_INV;
+}
+
 bool uroce_req_has_work(const struct uroce_qp *qp)
 {
 	const struct uroce_sq *sq = &qp->sq;
@@ -52,17 +58,19 @@ static uint8_t req_opcode(const struct uroce_qp *qp, const struct uroce_swqe *w,
 
 	switch (w->wr.opcode) {
 	case UROCE_WR_SEND:
-	case UROCE_WR_SEND_WITH_IMM: {
+	case UROCE_WR_SEND_WITH_IMM:
+	case UROCE_WR_SEND_WITH_INV: {
 		bool imm = w->wr.opcode == UROCE_WR_SEND_WITH_IMM;
+		bool inv = w->wr.opcode == UROCE_WR_SEND_WITH_INV; /* RC only (post checks) */
 
 		if (qp->init.type == UROCE_QPT_UD || qp->init.type == UROCE_QPT_GSI)
 			return imm ? UROCE_OP_UD_SEND_ONLY_IMM : UROCE_OP_UD_SEND_ONLY;
 		if (first && last)
-			return cls | (imm ? 0x05 : 0x04);
+			return inv ? UROCE_OP_RC_SEND_ONLY_INV : cls | (imm ? 0x05 : 0x04);
 		if (first)
 			return cls | 0x00;
 		if (last)
-			return cls | (imm ? 0x03 : 0x02);
+			return inv ? UROCE_OP_RC_SEND_LAST_INV : cls | (imm ? 0x03 : 0x02);
 		return cls | 0x01;
 	}
 	case UROCE_WR_RDMA_WRITE:
@@ -85,10 +93,9 @@ static uint8_t req_opcode(const struct uroce_qp *qp, const struct uroce_swqe *w,
 		return UROCE_OP_RC_FETCH_ADD;
 	case UROCE_WR_LOCAL_INV:
 	case UROCE_WR_BIND_MW:
-	case UROCE_WR_SEND_WITH_INV:
 		break;
 	}
-	return 0xFF; /* not reached: post rejects these */
+	return 0xFF; /* not reached: local operations send nothing */
 }
 
 /* The payload of this packet: in place when contiguous, else gathered into a bounce buffer. */
@@ -138,12 +145,34 @@ static void psn_step(struct uroce_qp *qp, bool rc, uint32_t n)
 		qp->req.psn_max = qp->req.psn;
 }
 
+/*
+ * Run the local operation at sq.cur (IBTA 10.6.7.2, 10.6.7.4; rxe_do_local_ops): it takes effect
+ * now, in its turn, and completes in order with the WQEs before it. After a go-back-N the
+ * requester walks over it again: done already, it is passed over.
+ */
+static void req_local(struct uroce_qp *qp, struct uroce_swqe *w)
+{
+	enum uroce_wc_status st = UROCE_WC_SUCCESS;
+
+	qp->sq.cur++;
+	if (w->state == UROCE_WQE_DONE)
+		return;
+	if (w->wr.opcode == UROCE_WR_BIND_MW)
+		st = uroce_mw_bind(qp, w);
+	else if (uroce_mw_invalidate(qp, w->wr.invalidate_rkey))
+		st = UROCE_WC_LOC_QP_OP_ERR;
+	uroce_comp_wqe(qp, w, st);
+}
+
 int uroce_req_next(struct uroce_qp *qp, struct uroce_tx_pkt *out)
 {
+	struct uroce_sq *sq = &qp->sq;
+
+	while (uroce_req_has_work(qp) && wqe_is_local(uroce_sq_at(sq, sq->cur)))
+		req_local(qp, uroce_sq_at(sq, sq->cur));
 	if (!uroce_req_has_work(qp))
 		return 0;
 
-	struct uroce_sq *sq = &qp->sq;
 	struct uroce_swqe *w = uroce_sq_at(sq, sq->cur);
 	bool rc = qp->init.type == UROCE_QPT_RC;
 	bool ud = qp->init.type == UROCE_QPT_UD || qp->init.type == UROCE_QPT_GSI;
@@ -219,11 +248,13 @@ int uroce_req_next(struct uroce_qp *qp, struct uroce_tx_pkt *out)
 					    : w->wr.wr.atomic.compare_add;
 		t.atmeth.compare = w->wr.wr.atomic.compare_add;
 		break;
+	case UROCE_WR_SEND_WITH_INV:
+		t.ieth = w->wr.invalidate_rkey;
+		break;
 	case UROCE_WR_SEND:
 	case UROCE_WR_SEND_WITH_IMM:
 	case UROCE_WR_LOCAL_INV:
 	case UROCE_WR_BIND_MW:
-	case UROCE_WR_SEND_WITH_INV:
 		break;
 	}
 	t.imm = w->wr.imm_data;
@@ -238,6 +269,7 @@ int uroce_req_next(struct uroce_qp *qp, struct uroce_tx_pkt *out)
 
 	if (last && (w->wr.send_flags & UROCE_SEND_SOLICITED) &&
 	    (w->wr.opcode == UROCE_WR_SEND || w->wr.opcode == UROCE_WR_SEND_WITH_IMM ||
+	     w->wr.opcode == UROCE_WR_SEND_WITH_INV ||
 	     w->wr.opcode == UROCE_WR_RDMA_WRITE_WITH_IMM))
 		t.bth.se = true;
 	if (rc)
@@ -266,7 +298,8 @@ int uroce_req_next(struct uroce_qp *qp, struct uroce_tx_pkt *out)
 	/* The WQE's last packet is out. */
 	qp->req.offset = 0;
 	sq->cur++;
-	if (w->wr.opcode == UROCE_WR_SEND || w->wr.opcode == UROCE_WR_SEND_WITH_IMM)
+	if (w->wr.opcode == UROCE_WR_SEND || w->wr.opcode == UROCE_WR_SEND_WITH_IMM ||
+	    w->wr.opcode == UROCE_WR_SEND_WITH_INV)
 		uroce_count(qp->eng, UROCE_CNT_RDMA_SENDS);
 	if (rc) {
 		w->state = UROCE_WQE_SENT;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Responder: executes SEND, WRITE, READ and atomic requests (IBTA 9.7.3-9.7.5, 9.9.3; rxe_resp.c);
+ * Responder: executes SEND (with Invalidate too), WRITE, READ and atomic requests (IBTA 9.7.3-9.7.5, 9.9.3; rxe_resp.c);
  * builds ACKs, NAKs, read responses and atomic ACKs; answers duplicates; UD and UC receives.
  */
 #include <errno.h>
@@ -49,6 +49,10 @@ static void recv_complete(struct uroce_qp *qp, enum uroce_wc_status st, enum uro
 	if (t && (uroce_opinfo[t->bth.opcode].hdrs & UROCE_HDR_IMMDT)) {
 		wc.imm_data = t->imm;
 		wc.wc_flags |= UROCE_WC_WITH_IMM;
+	}
+	if (t && (uroce_opinfo[t->bth.opcode].hdrs & UROCE_HDR_IETH) && st == UROCE_WC_SUCCESS) {
+		wc.invalidated_rkey = t->ieth;
+		wc.wc_flags |= UROCE_WC_WITH_INV;
 	}
 	if (qp->init.type == UROCE_QPT_UD || qp->init.type == UROCE_QPT_GSI)
 		wc.wc_flags |= UROCE_WC_GRH;
@@ -142,6 +146,14 @@ static int do_send(struct uroce_qp *qp, const struct uroce_tpkt *t, unsigned fla
 		return UROCE_NAK_REM_OP_ERR;
 	}
 	r->offset += t->payload_len;
+	/* Send with Invalidate (IBTA 9.4.4.2, 10.6.7.2.5; rxe invalidate_rkey): the window goes
+	 * before the receive completes; a key that names no type 2 window bound through this QP
+	 * is an invalid request (rxe: class J, the receive completes in error). */
+	if ((flags & UROCE_OPF_INV) && uroce_mw_invalidate(qp, t->ieth)) {
+		recv_complete(qp, UROCE_WC_REM_INV_REQ_ERR, UROCE_WC_RECV, 0, t,
+			      qp->attr.dest_qp_num);
+		return UROCE_NAK_INVALID_REQ;
+	}
 	if (flags & UROCE_OPF_LAST)
 		recv_complete(qp, UROCE_WC_SUCCESS, UROCE_WC_RECV, r->offset, t,
 			      qp->attr.dest_qp_num);
@@ -156,9 +168,8 @@ static int do_write(struct uroce_qp *qp, const struct uroce_tpkt *t, unsigned fl
 		if (!(qp->attr.qp_access_flags & UROCE_ACCESS_REMOTE_WRITE))
 			return UROCE_NAK_REM_ACCESS;
 		/* A zero-length write does not check the R_Key (IBTA 9.7.4.1.3). */
-		if (t->reth.len &&
-		    !uroce_mr_ptr(uroce_mr_lookup(qp->eng, t->reth.rkey), qp->pd, t->reth.va,
-				  t->reth.len, UROCE_ACCESS_REMOTE_WRITE))
+		if (t->reth.len && !uroce_rkey_ptr(qp, t->reth.rkey, t->reth.va, t->reth.len,
+						   UROCE_ACCESS_REMOTE_WRITE))
 			return UROCE_NAK_REM_ACCESS;
 		r->wr_rkey = t->reth.rkey;
 		r->wr_va = t->reth.va;
@@ -175,9 +186,10 @@ static int do_write(struct uroce_qp *qp, const struct uroce_tpkt *t, unsigned fl
 		return 0xFF;
 	}
 	if (t->payload_len) {
-		/* Checked again per packet: the region may have been deregistered meanwhile. */
-		uint8_t *dst = uroce_mr_ptr(uroce_mr_lookup(qp->eng, r->wr_rkey), qp->pd, r->wr_va,
-					    t->payload_len, UROCE_ACCESS_REMOTE_WRITE);
+		/* Checked again per packet: the region may have been deregistered, the window
+		 * invalidated, meanwhile. */
+		uint8_t *dst = uroce_rkey_ptr(qp, r->wr_rkey, r->wr_va, t->payload_len,
+					      UROCE_ACCESS_REMOTE_WRITE);
 
 		if (!dst)
 			return UROCE_NAK_REM_ACCESS;
@@ -215,8 +227,7 @@ static int do_read(struct uroce_qp *qp, const struct uroce_tpkt *t)
 	if (!(qp->attr.qp_access_flags & UROCE_ACCESS_REMOTE_READ))
 		return UROCE_NAK_REM_ACCESS;
 	if (t->reth.len &&
-	    !uroce_mr_ptr(uroce_mr_lookup(qp->eng, t->reth.rkey), qp->pd, t->reth.va, t->reth.len,
-			  UROCE_ACCESS_REMOTE_READ))
+	    !uroce_rkey_ptr(qp, t->reth.rkey, t->reth.va, t->reth.len, UROCE_ACCESS_REMOTE_READ))
 		return UROCE_NAK_REM_ACCESS;
 	if (t->reth.len > UROCE_MAX_MSG)
 		return UROCE_NAK_INVALID_REQ;
@@ -246,8 +257,7 @@ static int do_atomic(struct uroce_qp *qp, const struct uroce_tpkt *t)
 		return UROCE_NAK_REM_ACCESS;
 	if (t->atmeth.va & 7)
 		return UROCE_NAK_INVALID_REQ;
-	uint8_t *p = uroce_mr_ptr(uroce_mr_lookup(qp->eng, t->atmeth.rkey), qp->pd, t->atmeth.va, 8,
-				  UROCE_ACCESS_REMOTE_ATOMIC);
+	uint8_t *p = uroce_rkey_ptr(qp, t->atmeth.rkey, t->atmeth.va, 8, UROCE_ACCESS_REMOTE_ATOMIC);
 
 	if (!p)
 		return UROCE_NAK_REM_ACCESS;
@@ -379,7 +389,7 @@ static void rc_request(struct uroce_qp *qp, const struct uroce_tpkt *t)
 	else if (flags & UROCE_OPF_ATOMIC)
 		nak = do_atomic(qp, t);
 	else
-		nak = UROCE_NAK_INVALID_REQ; /* FLUSH, ATOMIC_WRITE, SEND_*_INV: not supported */
+		nak = UROCE_NAK_INVALID_REQ; /* FLUSH, ATOMIC_WRITE: not supported */
 
 	if (nak == 0xFF)
 		return; /* RNR: the packet is not accepted; the requester sends it again */
@@ -560,8 +570,7 @@ int uroce_resp_next(struct uroce_qp *qp, struct uroce_tx_pkt *out)
 
 		if (n) {
 			/* Zero-copy from the registered region; checked again per packet. */
-			src = uroce_mr_ptr(uroce_mr_lookup(qp->eng, res->rkey), qp->pd, res->va, n,
-					   UROCE_ACCESS_REMOTE_READ);
+			src = uroce_rkey_ptr(qp, res->rkey, res->va, n, UROCE_ACCESS_REMOTE_READ);
 			if (!src) {
 				res->sending = false;
 				nak_fatal(qp, UROCE_NAK_REM_ACCESS, res->next_psn,

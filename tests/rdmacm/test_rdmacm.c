@@ -612,13 +612,18 @@ static void test_ud(void)
 
 	l = listener(sch, RDMA_PS_UDP, &a, 4);
 	c = resolved(cch, RDMA_PS_UDP, &a, NULL);
+	/* As librdmacm: a resolved id has the device's PD before it has a QP (programs make
+	 * their own QP or an AH on it), and the QP's PD once it has one. */
+	CHECK(c->pd != NULL && c->pd->context == c->verbs);
 	make_qp(c, IBV_QPT_UD);
 	CHECK(c->qp && c->qp->state == IBV_QPS_RTS);
+	CHECK(c->qp && c->pd == c->qp->pd);
 	CHECK_EQ(rdma_connect(c, &cp), 0);
 	ev = expect(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
 	if (ev) {
 		s = ev->id;
 		rdma_ack_cm_event(ev);
+		CHECK(s->pd != NULL && s->pd->context == s->verbs);
 		make_qp(s, IBV_QPT_UD);
 		CHECK_EQ(rdma_accept(s, NULL), 0);
 	}
@@ -636,7 +641,7 @@ static void test_ud(void)
 		char rbuf[40 + 32] = {0}, sbuf[32] = "datagram";
 		struct ibv_mr *rmr = rdma_reg_msgs(s, rbuf, sizeof(rbuf)),
 			      *smr = rdma_reg_msgs(c, sbuf, sizeof(sbuf));
-		struct ibv_ah *h = ibv_create_ah(c->qp->pd, &ah);
+		struct ibv_ah *h = ibv_create_ah(c->pd, &ah);
 		struct ibv_sge sge = {(uintptr_t)sbuf, sizeof(sbuf), smr->lkey};
 		struct ibv_send_wr wr = {0}, *bad;
 		struct ibv_wc wc;

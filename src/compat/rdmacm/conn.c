@@ -683,7 +683,7 @@ static void on_request(struct cma_dev *d, const struct uroce_ibcm_event *ev, boo
 	lport = cma_sa_port(&l->id.route.addr.src_addr);
 	id->dev = d;
 	id->id.verbs = d->verbs;
-	id->id.pd = d->pd; /* as rdma-core's ucma_get_device */
+	id->id.pd = d->pd;
 	id->id.port_num = 1;
 	id->conn = ev->conn;
 	uroce_ibcm_conn_set_user(ev->conn, id);

@@ -102,8 +102,7 @@ int rdma_create_qp_ex(struct rdma_cm_id *cid, struct ibv_qp_init_attr_ex *attr)
 	}
 	attr->cap = a.cap;
 	cid->qp = qp;
-	if (!cid->pd)
-		cid->pd = pd; /* the rdma_verbs.h helpers register memory on id->pd */
+	cid->pd = pd; /* as librdmacm: id->pd is the QP's PD; rdma_verbs.h registers on it */
 	pthread_mutex_lock(&cma_lock);
 	id->own_cqs = made_cqs;
 	/* ucma_init_conn_qp (INIT) / ucma_init_ud_qp (INIT, RTR, RTS) */

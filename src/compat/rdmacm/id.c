@@ -301,9 +301,7 @@ static int bind_locked(struct cma_id *id, const struct sockaddr *src)
 	memcpy(&id->id.route.addr.src_storage, src, len);
 	cma_sa_set_port(&id->id.route.addr.src_addr, port);
 	id->id.verbs = id->dev ? id->dev->verbs : NULL;
-	/* The device's PD, as rdma-core's ucma_get_device gives every id (pyverbs' CMID takes
-	 * it for its PD after rdma_bind_addr). */
-	id->id.pd = id->dev ? id->dev->pd : NULL;
+	id->id.pd = id->dev ? id->dev->pd : NULL; /* the device's PD until a QP names another */
 	id->id.port_num = id->dev ? 1 : 0;
 	id->id.route.addr.addr.ibaddr.pkey = htons(0xFFFF);
 	id->state = CMA_ADDR_BOUND;
