@@ -253,8 +253,10 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 	uroce_ctx_poll_idle(ctx->uc); /* ACKs a busy poller's round held back leave first */
 	uroce_compat_drain_events(ctx); /* no engine event may name the QP afterwards */
 	err = uroce_qp_destroy(qp->eqp);
-	if (!err)
+	if (!err) {
 		uroce_compat_forget_async(ctx, ibqp);
+		uroce_ctx_mcast_sync(ctx->uc); /* its groups may have lost their last QP */
+	}
 	uroce_ctx_unlock(ctx->uc);
 	if (err)
 		return -err;

@@ -74,6 +74,9 @@ static void fill_device_attr(struct compat_ctx *ctx, struct ibv_device_attr *a)
 	a->max_srq_wr = UROCE_MAX_QP_WR;
 	a->max_srq_sge = UROCE_MAX_SGE;
 	a->max_pkeys = UROCE_MAX_PKEYS;
+	a->max_mcast_grp = UROCE_MAX_MCAST_GRP;
+	a->max_mcast_qp_attach = UROCE_MAX_MCAST_QP_ATTACH;
+	a->max_total_mcast_qp_attach = UROCE_MAX_TOTAL_MCAST_QP_ATTACH;
 	a->local_ca_ack_delay = COMPAT_LOCAL_CA_ACK_DELAY;
 	a->phys_port_cnt = 1;
 }

@@ -88,6 +88,13 @@ struct uroce_ctx {
 		struct uroce_devinfo info;
 	} ifc;
 
+	/* The IP multicast groups the RoCE v2 sockets joined: the engine's groups with QPs
+	 * (uroce_ctx_mcast_sync). */
+	struct {
+		uint8_t gid[UROCE_UDP_MAX_GROUPS][16];
+		int n;
+	} mcast;
+
 	/* RoCE v1 destination MACs, a small cache in front of the neighbour table. */
 	struct {
 		struct neigh_entry e[CTX_NEIGH_MAX];
@@ -327,6 +334,23 @@ static void version_drop(struct uroce_ctx *c, struct uroce_backend *b, const str
 		c->def.name, from, (unsigned long long)c->version_reqs, (unsigned long long)n);
 }
 
+/*
+ * The GID index a multicast packet arrived on: the first of the device's GIDs of its RoCE
+ * version and address family (a group address is no GID of ours; rxe_chk_dgid lets multicast
+ * through the same way).
+ */
+static int mcast_gid_index(const struct uroce_ctx *c, const struct uroce_rx_pkt *p)
+{
+	enum uroce_gid_type want = p->encap == UROCE_ENCAP_V1 ? UROCE_GID_V1 : UROCE_GID_V2;
+	bool v4 = p->encap == UROCE_ENCAP_V2_IPV4;
+
+	for (int i = 0; i < c->ifc.ngids; i++)
+		if (c->ifc.gids[i].type == want &&
+		    (want == UROCE_GID_V1 || uroce_gid_is_v4(c->ifc.gids[i].gid) == v4))
+			return i;
+	return -1;
+}
+
 /* Receive one burst from b into the engine; returns how many packets came (<= 0: none). */
 static int rx_burst(struct uroce_ctx *c, struct uroce_backend *b, uint64_t now)
 {
@@ -334,7 +358,8 @@ static int rx_burst(struct uroce_ctx *c, struct uroce_backend *b, uint64_t now)
 
 	for (int i = 0; i < n; i++) {
 		struct uroce_rx_pkt *p = &c->burst.rxd[i].pkt;
-		int idx = gid_index(c, p->dgid, p->encap);
+		int idx = uroce_gid_is_mcast(p->dgid) ? mcast_gid_index(c, p)
+						      : gid_index(c, p->dgid, p->encap);
 
 		if (idx < 0) {
 			/* Not an address (or RoCE version) of this device, like rxe's
@@ -759,9 +784,13 @@ static void rebind_v2(struct uroce_ctx *c)
 		uroce_backend_close(c->v2);
 	}
 	c->v2 = NULL;
+	c->mcast.n = 0; /* the groups' sockets went with the backend */
 	if (open_v2(c, &c->v2, c->ifc.bound, &c->ifc.nbound, (c->def.roce & UROCE_ROCE_V2) != 0) &&
 	    (c->def.roce & UROCE_ROCE_V2))
 		fprintf(stderr, "uroce: %s: no RoCE v2 sockets until the next address change\n",
+			c->def.name);
+	else if (uroce_ctx_mcast_sync(c))
+		fprintf(stderr, "uroce: %s: could not join the multicast groups again\n",
 			c->def.name);
 }
 
@@ -1010,4 +1039,48 @@ int uroce_ctx_gsi_steer(struct uroce_ctx *c, const uint64_t *ids, int n)
 uint32_t uroce_ctx_slot(const struct uroce_ctx *c)
 {
 	return UROCE_SHARE_SLOT_OF(c->share.qpn_lo);
+}
+
+/* Is gid among list[0..n)? */
+static int gid_in(const uint8_t (*list)[16], int n, const uint8_t gid[16])
+{
+	for (int i = 0; i < n; i++)
+		if (memcmp(list[i], gid, 16) == 0)
+			return i;
+	return -1;
+}
+
+int uroce_ctx_mcast_sync(struct uroce_ctx *c)
+{
+	uint8_t want[UROCE_MAX_MCAST_GRP][16];
+	int n = uroce_mcast_groups(c->eng, want, UROCE_MAX_MCAST_GRP), rc = 0;
+
+	if (n > UROCE_MAX_MCAST_GRP)
+		n = UROCE_MAX_MCAST_GRP;
+	for (int i = 0; i < c->mcast.n;) {
+		if (gid_in((const uint8_t(*)[16])want, n, c->mcast.gid[i]) >= 0) {
+			i++;
+			continue;
+		}
+		if (c->v2)
+			uroce_udp_mcast_leave(c->v2, c->mcast.gid[i]);
+		memcpy(c->mcast.gid[i], c->mcast.gid[--c->mcast.n], 16);
+	}
+	if (!(c->def.roce & UROCE_ROCE_V2))
+		return n ? -EOPNOTSUPP : 0; /* no RoCE v1 multicast (AF_PACKET membership): say so */
+	if (!c->v2)
+		return 0; /* no address bound yet: joined when the sockets open (rebind_v2) */
+	for (int i = 0; i < n; i++) {
+		if (gid_in((const uint8_t(*)[16])c->mcast.gid, c->mcast.n, want[i]) >= 0)
+			continue;
+		int r = c->mcast.n == UROCE_UDP_MAX_GROUPS ? -ENOSPC
+							    : uroce_udp_mcast_join(c->v2, want[i]);
+
+		if (r) {
+			rc = rc ? rc : r;
+			continue;
+		}
+		memcpy(c->mcast.gid[c->mcast.n++], want[i], 16);
+	}
+	return rc;
 }

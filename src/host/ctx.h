@@ -166,6 +166,19 @@ uint64_t uroce_ctx_io_counter(struct uroce_ctx *c, enum uroce_io_counter k);
  */
 int uroce_ctx_gsi_steer(struct uroce_ctx *c, const uint64_t *ids, int n);
 
+/*
+ * Multicast: make the device's IP multicast memberships follow the engine's groups
+ * (uroce_mcast_groups): the RoCE v2 sockets join each group that has QPs attached (an MGID
+ * ::ffff:a.b.c.d is the IPv4 group a.b.c.d, any other the IPv6 group of that address;
+ * uroce_udp_mcast_join) and leave those that have none left. Call it after attaching,
+ * detaching or destroying a UD QP, lock held. Each process that shares the device joins for its
+ * own QPs: every member gets the group's packets. Returns 0, or the first join's error (the
+ * group is tried again at the next call). Multicast goes over RoCE v2 only: on a RoCE v1-only
+ * device, -EOPNOTSUPP while any group has QPs (RoCE v1 would need the AF_PACKET socket's
+ * membership of the group's MAC and its filter to take QPN 0xFFFFFF: not done).
+ */
+int uroce_ctx_mcast_sync(struct uroce_ctx *c);
+
 /* This process's QPN slot on the device (io/share_slots.h), 0..4095: the prefix of its CM comm
  * IDs. */
 uint32_t uroce_ctx_slot(const struct uroce_ctx *c);

@@ -52,7 +52,8 @@ int uroce_eng_create(struct uroce_eng **out, const struct uroce_eng_cfg *cfg)
 	e->live = calloc((size_t)cfg->max_qp + 1, sizeof(*e->live));
 	e->events = calloc(e->cfg.max_events, sizeof(*e->events));
 	e->bounce = malloc((size_t)UROCE_TX_BOUNCE * UROCE_TX_BOUNCE_SIZE);
-	if (!e->pds || !e->mrs || !e->mws || !e->ahs || !e->cqs || !e->srqs || !e->qps || !e->live || !e->events ||
+	e->mcgs = calloc(UROCE_MAX_MCAST_GRP, sizeof(*e->mcgs));
+	if (!e->mcgs || !e->pds || !e->mrs || !e->mws || !e->ahs || !e->cqs || !e->srqs || !e->qps || !e->live || !e->events ||
 	    !e->bounce) {
 		uroce_eng_destroy(e);
 		return -ENOMEM;
@@ -100,6 +101,7 @@ void uroce_eng_destroy(struct uroce_eng *e)
 	free(e->live);
 	free(e->events);
 	free(e->bounce);
+	free(e->mcgs);
 	free(e);
 }
 

@@ -446,6 +446,50 @@ int uroce_qp_destroy(struct uroce_qp *qp);
 uint32_t uroce_qp_num(const struct uroce_qp *qp);
 enum uroce_qp_state uroce_qp_state(const struct uroce_qp *qp);
 
+/* ---- multicast (UD) --------------------------------------------------------------------- */
+
+/*
+ * Multicast groups of the engine's UD QPs (IBTA 10.5; rxe_mcast.c). A UD packet whose BTH
+ * destination QPN is UROCE_MCAST_QPN and whose destination address (uroce_rx_pkt.dgid) is an
+ * MGID goes to every QP attached to that MGID, each a copy into its own receive queue, each with
+ * its own state and Q_Key checks (a QP that fails them drops its copy, counted, and the others
+ * still get theirs). Sending to a group is an ordinary UD send: an AH with the MGID as DGID and
+ * remote_qpn UROCE_MCAST_QPN; what the network loops back reaches the attached QPs of the
+ * sending engine too, the sender's own QP included when attached, as rxe and NICs deliver.
+ * Joining the group on the network (IGMP/MLD) is the host's business: uroce_mcast_groups()
+ * tells it which groups have QPs.
+ */
+#define UROCE_MCAST_QPN		      0xFFFFFFu
+#define UROCE_MAX_MCAST_GRP	      64 /* groups with QPs attached, per engine */
+#define UROCE_MAX_MCAST_QP_ATTACH     56 /* QPs per group (rxe's limit) */
+#define UROCE_MAX_TOTAL_MCAST_QP_ATTACH (UROCE_MAX_MCAST_GRP * UROCE_MAX_MCAST_QP_ATTACH)
+
+/* Is gid a multicast GID: IPv6 ff00::/8, or v4-mapped 224.0.0.0/4 (rdma_is_multicast_addr)?
+ * Inline: the host's I/O, which links no engine, asks too. */
+static inline bool uroce_gid_is_mcast(const uint8_t gid[16])
+{
+	static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
+
+	if (gid[0] == 0xFF)
+		return true;
+	for (int i = 0; i < 12; i++)
+		if (gid[i] != v4mapped[i])
+			return false;
+	return (gid[12] & 0xF0) == 0xE0;
+}
+
+/*
+ * Attach qp to the group mgid. Attaching twice is not an error (the QP is attached once).
+ * Returns 0; -EINVAL when qp is not UD or mgid is not a multicast GID; -ENOMEM when the engine
+ * has UROCE_MAX_MCAST_GRP groups already or the group UROCE_MAX_MCAST_QP_ATTACH QPs.
+ */
+int uroce_mcast_attach(struct uroce_qp *qp, const uint8_t mgid[16]);
+/* Detach qp from mgid: 0, or -EINVAL when it is not attached. Destroying a QP detaches it from
+ * every group. */
+int uroce_mcast_detach(struct uroce_qp *qp, const uint8_t mgid[16]);
+/* The groups that have QPs attached, up to max of them into out; returns how many there are. */
+int uroce_mcast_groups(const struct uroce_eng *e, uint8_t (*out)[16], int max);
+
 /* ---- work requests ---------------------------------------------------------------------- */
 
 struct uroce_sge {

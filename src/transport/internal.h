@@ -238,6 +238,13 @@ struct uroce_qp {
 	uint32_t live_idx; /* position in eng->live */
 };
 
+/* A multicast group and the QPs attached to it (mcast.c). */
+struct uroce_mcg {
+	uint8_t mgid[16];
+	uint32_t nqp;
+	struct uroce_qp *qp[UROCE_MAX_MCAST_QP_ATTACH];
+};
+
 struct uroce_eng {
 	struct uroce_eng_cfg cfg;
 	uint64_t counters[UROCE_CNT_MAX];
@@ -261,6 +268,9 @@ struct uroce_eng {
 	/* events */
 	struct uroce_event *events;
 	uint32_t ev_head, ev_tail;
+	/* multicast groups with QPs, densely, allocated at create */
+	struct uroce_mcg *mcgs;
+	uint32_t nmcgs;
 	/* bounce buffers for payloads that span SGEs */
 	uint8_t *bounce;
 	uint32_t bounce_used;
@@ -312,6 +322,16 @@ bool uroce_cq_push(struct uroce_cq *cq, const struct uroce_wc *wc, bool solicite
 void uroce_cq_clean(struct uroce_cq *cq, uint32_t qpn);
 int uroce_rq_pop(struct uroce_rq *rq, struct uroce_rwqe *out, struct uroce_sge *sge_out);
 void uroce_srq_check_limit(struct uroce_srq *srq);
+
+/* mcast.c */
+/* The group mgid, or NULL. */
+struct uroce_mcg *uroce_mcg_lookup(struct uroce_eng *e, const uint8_t mgid[16]);
+/* Detach qp from every group (it is being destroyed). */
+void uroce_mcast_detach_all(struct uroce_qp *qp);
+
+/* recv.c */
+/* The checks and dispatch of packet t for one QP; 0 or the drop's negative reason (counted). */
+int uroce_qp_rx(struct uroce_qp *qp, const struct uroce_tpkt *t, const struct uroce_rx_pkt *rx);
 
 /* qp.c */
 void uroce_qp_to_error(struct uroce_qp *qp);

@@ -339,6 +339,7 @@ int uroce_qp_destroy(struct uroce_qp *qp)
 	struct uroce_eng *e = qp->eng;
 
 	uroce_qp_unschedule(qp);
+	uroce_mcast_detach_all(qp);
 	uroce_mw_forget_qp(qp);
 	if (qp == e->gsi)
 		e->gsi = NULL;

@@ -34,6 +34,9 @@ static bool class_ok(enum uroce_qp_type type, uint8_t opcode)
 	return false;
 }
 
+static int mcast_rx(struct uroce_eng *e, const struct uroce_tpkt *t,
+		    const struct uroce_rx_pkt *rx);
+
 int uroce_eng_rx(struct uroce_eng *e, uint64_t now, const struct uroce_rx_pkt *rx)
 {
 	struct uroce_tpkt t;
@@ -50,20 +53,51 @@ int uroce_eng_rx(struct uroce_eng *e, uint64_t now, const struct uroce_rx_pkt *r
 		uroce_count(e, UROCE_CNT_CNP_RCVD);
 		return 0;
 	}
-	if (t.bth.dqpn == 0 || t.bth.dqpn == 0xFFFFFF) /* QP0 and multicast: not on RoCE here */
+	if (t.bth.dqpn == UROCE_MCAST_QPN)
+		return mcast_rx(e, &t, rx);
+	if (t.bth.dqpn == 0) /* QP0: not on RoCE */
 		return drop(e, UROCE_CNT_DROP_NO_QP, -ENOENT);
 
 	struct uroce_qp *qp = uroce_qp_lookup(e, t.bth.dqpn);
 
 	if (!qp)
 		return drop(e, UROCE_CNT_DROP_NO_QP, -ENOENT);
-	if (!class_ok(qp->init.type, t.bth.opcode))
+	return uroce_qp_rx(qp, &t, rx);
+}
+
+/*
+ * A multicast packet (IBTA 10.5.2.2: DQPN 0xFFFFFF, the MGID as destination address): a copy
+ * to each QP attached to the group, each checked on its own (rxe_rcv_mcast_pkt). Only UD
+ * sends are multicast. Returns 0 when at least one QP took it, else the last drop's reason.
+ */
+static int mcast_rx(struct uroce_eng *e, const struct uroce_tpkt *t, const struct uroce_rx_pkt *rx)
+{
+	struct uroce_mcg *g = uroce_mcg_lookup(e, rx->dgid);
+	int r = -ENOENT;
+	bool taken = false;
+
+	if (!g)
+		return drop(e, UROCE_CNT_DROP_NO_QP, -ENOENT);
+	if (uroce_op_class(t->bth.opcode) != UROCE_OPCLASS_UD)
 		return drop(e, UROCE_CNT_DROP_BAD_OPCODE, -EPROTO);
-	if (!pkey_match(t.bth.pkey, UROCE_DEFAULT_PKEY))
+	for (uint32_t i = 0; i < g->nqp; i++) {
+		r = uroce_qp_rx(g->qp[i], t, rx);
+		taken = taken || r == 0;
+	}
+	return taken ? 0 : r;
+}
+
+int uroce_qp_rx(struct uroce_qp *qp, const struct uroce_tpkt *t, const struct uroce_rx_pkt *rx)
+{
+	struct uroce_eng *e = qp->eng;
+
+	if (!class_ok(qp->init.type, t->bth.opcode))
+		return drop(e, UROCE_CNT_DROP_BAD_OPCODE, -EPROTO);
+	if (!pkey_match(t->bth.pkey, UROCE_DEFAULT_PKEY))
 		return drop(e, UROCE_CNT_DROP_BAD_PKEY, -EBADMSG);
 
 	enum uroce_qp_state st = qp->attr.qp_state;
-	unsigned flags = uroce_opinfo[t.bth.opcode].flags;
+	unsigned flags = uroce_opinfo[t->bth.opcode].flags;
 
 	if (flags & UROCE_OPF_RESP) {
 		/* Responses go to the requester's completer: RTS, SQD or SQE (RC only). */
@@ -77,7 +111,7 @@ int uroce_eng_rx(struct uroce_eng *e, uint64_t now, const struct uroce_rx_pkt *r
 	if (qp->init.type == UROCE_QPT_UD || qp->init.type == UROCE_QPT_GSI) {
 		uint32_t qkey = qp->init.type == UROCE_QPT_GSI ? UROCE_GSI_QKEY : qp->attr.qkey;
 
-		if (t.deth.qkey != qkey)
+		if (t->deth.qkey != qkey)
 			return drop(e, UROCE_CNT_DROP_BAD_QKEY, -EBADMSG);
 	} else {
 		/* Connected QPs take packets only from their peer, to the address they use
@@ -92,8 +126,8 @@ int uroce_eng_rx(struct uroce_eng *e, uint64_t now, const struct uroce_rx_pkt *r
 		uroce_eng_event(e, UROCE_EVENT_COMM_EST, qp, qp->init.user);
 	}
 	if (flags & UROCE_OPF_RESP)
-		uroce_comp_rx(qp, &t);
+		uroce_comp_rx(qp, t);
 	else
-		uroce_resp_rx(qp, &t, rx);
+		uroce_resp_rx(qp, t, rx);
 	return 0;
 }

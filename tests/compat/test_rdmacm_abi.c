@@ -3,7 +3,7 @@
  * uroce's librdmacm.so.1 through Debian's <rdma/rdma_cma.h> and <rdma/rsocket.h>: the
  * rdma_getaddrinfo cases apps depend on (numeric IPv4/IPv6, passive and active, the wildcard,
  * port space and QP type, the error codes apps print with gai_strerror), rdma_freeaddrinfo of
- * chains, and the unsupported calls (rsockets, multicast, ECE) failing with EOPNOTSUPP.
+ * chains, and the unsupported calls (rsockets, ECE) failing with EOPNOTSUPP.
  *
  * `test_rdmacm_abi --oracle` runs only the cases where uroce means to match rdma-core, for a
  * run over Debian's own librdmacm (with uroce's libibverbs preloaded, as rdma-core's
@@ -417,10 +417,7 @@ static void test_unsupported(void)
 	CHECKF(riowrite(3, buf, sizeof(buf), 0, 0) == (size_t)-1 && errno == EOPNOTSUPP, "errno %d",
 	       errno);
 
-	/* Multicast and ECE, before even looking at the id. */
-	CHECK_EOPNOTSUPP(rdma_join_multicast(NULL, (struct sockaddr *)&sin, NULL));
-	CHECK_EOPNOTSUPP(rdma_join_multicast_ex(NULL, NULL, NULL));
-	CHECK_EOPNOTSUPP(rdma_leave_multicast(NULL, (struct sockaddr *)&sin));
+	/* ECE, before even looking at the id. */
 	CHECK_EOPNOTSUPP(rdma_set_local_ece(NULL, NULL));
 	CHECK_EOPNOTSUPP(rdma_get_remote_ece(NULL, NULL));
 }

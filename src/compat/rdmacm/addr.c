@@ -37,6 +37,15 @@ bool cma_sa_any(const struct sockaddr *sa)
 	return true;
 }
 
+bool cma_sa_mcast(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return IN_MULTICAST(ntohl(((const struct sockaddr_in *)(const void *)sa)->sin_addr.s_addr));
+	if (sa->sa_family == AF_INET6)
+		return IN6_IS_ADDR_MULTICAST(&((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr);
+	return false;
+}
+
 uint16_t cma_sa_port(const struct sockaddr *sa)
 {
 	if (sa->sa_family == AF_INET)

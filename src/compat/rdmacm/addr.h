@@ -12,6 +12,8 @@
 void cma_gid_of_sa(const struct sockaddr *sa, uint8_t gid[16]);
 /* True for 0.0.0.0, :: and an unknown family. */
 bool cma_sa_any(const struct sockaddr *sa);
+/* True for an IPv4 (224.0.0.0/4) or IPv6 (ff00::/8) multicast address. */
+bool cma_sa_mcast(const struct sockaddr *sa);
 uint16_t cma_sa_port(const struct sockaddr *sa); /* host order */
 void cma_sa_set_port(struct sockaddr *sa, uint16_t port);
 socklen_t cma_sa_len(const struct sockaddr *sa); /* 0 for an unknown family */

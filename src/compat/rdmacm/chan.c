@@ -213,6 +213,25 @@ void cma_event_forget(struct cma_id *id)
 		forget_on(id, id->listener->chan);
 }
 
+void cma_event_forget_mc(struct cma_id *id, const struct cma_mc *mc)
+{
+	struct cma_event **pp, *e;
+
+	if (!id->chan)
+		return;
+	id->chan->tail = NULL;
+	for (pp = &id->chan->head; (e = *pp) != NULL;) {
+		if (e->mc == mc) {
+			*pp = e->next;
+			id->events_acked++;
+			free(e);
+			continue;
+		}
+		id->chan->tail = e;
+		pp = &e->next;
+	}
+}
+
 void cma_event_move(struct cma_id *id, struct cma_chan *to)
 {
 	struct cma_event *e = take(id->chan, id);
@@ -261,6 +280,10 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
 			c->head = e->next;
 			if (!c->head)
 				c->tail = NULL;
+			if (e->mc) {
+				e->mc->reported++;
+				cma_mc_deliver(e);
+			}
 		}
 		pthread_mutex_unlock(&cma_lock);
 		if (!c) {
@@ -279,6 +302,8 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
 
 void cma_event_ack(struct cma_event *e)
 {
+	if (e->mc)
+		e->mc->acked++;
 	e->owner->events_acked++;
 	pthread_cond_broadcast(&e->owner->acked);
 	free(e);

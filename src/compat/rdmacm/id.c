@@ -255,6 +255,7 @@ int rdma_destroy_id(struct rdma_cm_id *cid)
 	cma_event_forget(id);
 	while (id->events_acked < id->events_reported)
 		pthread_cond_wait(&id->acked, &cma_lock);
+	cma_mc_free_all(id);
 	listening = id->state == CMA_LISTEN;
 	id_free(id);
 	if (listening)
@@ -338,9 +339,21 @@ static int resolve_locked(struct cma_id *id, const struct sockaddr *src,
 		bound = &id->id.route.addr.src_addr;
 	else if (src && !cma_sa_any(src))
 		bound = src;
-	err = uroce_route_lookup(dst, bound, &rt);
-	if (err)
-		return err;
+	if (cma_sa_mcast(dst)) {
+		/* A group (rdma_join_multicast follows): it leaves by the device of the source
+		 * address, as the kernel routes a multicast destination with a source address
+		 * (no neighbour: the MAC is the group's). Without one, no route. */
+		if (!bound || bound->sa_family != dst->sa_family)
+			return -ENETUNREACH;
+		memset(&rt, 0, sizeof(rt));
+		memcpy(&rt.src, bound, cma_sa_len(bound));
+		rt.hop_limit = 1;
+		rt.local = true; /* on_link false: no neighbour to wait for */
+	} else {
+		err = uroce_route_lookup(dst, bound, &rt);
+		if (err)
+			return err;
+	}
 	if (id->state == CMA_IDLE || (id->state == CMA_ADDR_BOUND && !id->dev)) {
 		struct sockaddr_storage s = rt.src;
 		uint16_t port = id->state == CMA_ADDR_BOUND

@@ -24,8 +24,8 @@
  * rdma_event_channel * first looks it up among the live ones (cma_id_find, cma_chan_find: a
  * pointer comparison under cma_lock, nothing read through the caller's pointer) and fails on one
  * that was destroyed or never created: -1 with errno EINVAL for an id, EBADF for a channel (void
- * calls just return). The multicast and ECE calls, which fail with EOPNOTSUPP whatever the id,
- * never look at it. perftest 4.5's -R client retries with the ids and channel it has just
+ * calls just return). The ECE calls, which fail with EOPNOTSUPP whatever the id, never look at
+ * it. perftest 4.5's -R client retries with the ids and channel it has just
  * destroyed (issue 17). The look-up cannot tell a destroyed id from a new one that malloc put at
  * the same address, as the kernel's handles can be reused; it keeps us from reading freed memory.
  */
@@ -48,7 +48,20 @@ struct cma_event {
 	struct rdma_cm_event ev;
 	struct cma_event *next;
 	struct cma_id *owner; /* the id whose event count this is (ev.id) */
+	struct cma_mc *mc;    /* MULTICAST_JOIN/ERROR: the join it reports (mcast.c) */
 	uint8_t pdata[UROCE_CM_RTU_PRIV_LEN];
+};
+
+/* A multicast join of an id (mcast.c), as rdma-core's struct cma_multicast. */
+struct cma_mc {
+	struct cma_mc *next;
+	struct cma_id *id;
+	void *context;
+	struct sockaddr_storage addr;
+	union ibv_gid mgid;
+	uint16_t join_flags;
+	bool attached;		      /* id->qp attached by the JOIN event */
+	unsigned reported, acked;     /* its events handed out / acked */
 };
 
 struct cma_chan {
@@ -125,6 +138,7 @@ struct cma_id {
 	struct ibv_pd *ep_pd;
 	bool own_cqs; /* send/recv CQs and channels made by rdma_create_qp */
 	int will_slot; /* its DREQ in the last will (will.h), -1: none */
+	struct cma_mc *mc_list; /* multicast joins (mcast.c) */
 };
 
 extern pthread_mutex_t cma_lock;
@@ -199,6 +213,15 @@ void cma_id_drop_unreported(struct cma_id *id);
 /* rdma_create_id with the QP type rdma_create_ep asks for. */
 int cma_create_id_qpt(struct rdma_event_channel *channel, struct rdma_cm_id **id, void *context,
 		      enum rdma_port_space ps, enum ibv_qp_type qpt);
+
+/* mcast.c: a MULTICAST_JOIN event being handed out: attach id->qp to the group, as rdma-core's
+ * ucma_process_join (an error turns it into MULTICAST_ERROR). Lock held. */
+void cma_mc_deliver(struct cma_event *e);
+/* The id is being destroyed: its joins go (their QP detached). Lock held. */
+void cma_mc_free_all(struct cma_id *id);
+
+/* chan.c: withdraw mc's queued events, not yet handed out, from id's channel (lock held). */
+void cma_event_forget_mc(struct cma_id *id, const struct cma_mc *mc);
 
 /* will.c: the DREQs a watchdog sends when this process is gone (will.h). Lock held. */
 int cma_will_start(void);

@@ -118,7 +118,8 @@ union sa {
 struct udp_sock {
 	int fd;
 	enum uroce_encap encap;
-	uint8_t gid[16];
+	uint8_t gid[16];		 /* the bound address: ours, or an IP multicast group */
+	bool group;			 /* bound to a multicast group (uroce_udp_mcast_join) */
 	struct uroce_share_group *share; /* NULL: bound alone */
 	bool gso;			 /* send with UDP_SEGMENT */
 	bool gro;			 /* UDP_GRO is on */
@@ -131,9 +132,11 @@ struct rx_meta {
 	uint8_t drop;		  /* counter to bump instead (UROCE_IO_RX_DROP_*), 0: none */
 };
 
+#define MAX_SOCKS (UROCE_BACKEND_MAX_ADDRS + UROCE_UDP_MAX_GROUPS)
+
 struct udp_be {
 	struct uroce_backend b;
-	struct udp_sock s[UROCE_BACKEND_MAX_ADDRS];
+	struct udp_sock s[MAX_SOCKS]; /* the addresses' sockets, and groups' (any order) */
 	int ns;
 	int epfd;
 	int ifindex;
@@ -230,6 +233,22 @@ static void update_gro(const struct udp_be *b, struct udp_sock *s)
 		s->gro = on;
 }
 
+/*
+ * Sends to a multicast group leave by the device's interface (IP_MULTICAST_IF), not by the
+ * routing table's choice, which may have no route to 224.0.0.0/4 or ff00::/8 at all. The
+ * kernel loops each one back to this host's members of the group (IP_MULTICAST_LOOP is on by
+ * default), as rxe delivers to every attached QP of the node.
+ */
+static int set_mcast_if(int fd, bool v4, int ifindex)
+{
+	if (v4) {
+		struct ip_mreqn m = {.imr_ifindex = ifindex};
+
+		return setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &m, sizeof(m)) < 0 ? -errno : 0;
+	}
+	return setint(fd, IPPROTO_IPV6, IPV6_MULTICAST_IF, ifindex);
+}
+
 static int open_sock(struct udp_be *b, const struct uroce_backend_cfg *cfg, const uint8_t *gid)
 {
 	struct udp_sock *s = &b->s[b->ns];
@@ -296,6 +315,8 @@ static int open_sock(struct udp_be *b, const struct uroce_backend_cfg *cfg, cons
 		/* rxe sends UDP checksum 0 over IPv6 too. */
 		r = r ? r : setint(fd, IPPROTO_UDP, UDP_NO_CHECK6_RX, 1);
 	}
+	if (r == 0 && b->ifindex)
+		r = set_mcast_if(fd, v4, b->ifindex);
 	if (r) {
 		close(fd);
 		return r;
@@ -521,7 +542,7 @@ int uroce_udp_rebind(struct uroce_backend *bb, const struct uroce_backend_cfg *c
 	    cfg->n_addrs > UROCE_BACKEND_MAX_ADDRS)
 		return -EINVAL;
 	for (int i = 0; i < b->ns;) {
-		if (in_cfg(cfg, b->s[i].gid))
+		if (b->s[i].group || in_cfg(cfg, b->s[i].gid))
 			i++;
 		else
 			drop_sock(b, i);
@@ -534,6 +555,118 @@ int uroce_udp_rebind(struct uroce_backend *bb, const struct uroce_backend_cfg *c
 	return r;
 }
 
+/* The socket bound to group, or -1. */
+static int group_sock(const struct udp_be *b, const uint8_t *group)
+{
+	for (int i = 0; i < b->ns; i++)
+		if (b->s[i].group && memcmp(b->s[i].gid, group, 16) == 0)
+			return i;
+	return -1;
+}
+
+static int membership(int fd, bool v4, const uint8_t *group, int ifindex, bool join)
+{
+	if (v4) {
+		struct ip_mreqn m = {.imr_ifindex = ifindex};
+
+		memcpy(&m.imr_multiaddr, group + 12, 4);
+		return setsockopt(fd, IPPROTO_IP, join ? IP_ADD_MEMBERSHIP : IP_DROP_MEMBERSHIP, &m,
+				  sizeof(m)) < 0
+			       ? -errno
+			       : 0;
+	}
+	struct ipv6_mreq m = {.ipv6mr_interface = (unsigned)ifindex};
+
+	memcpy(&m.ipv6mr_multiaddr, group, 16);
+	return setsockopt(fd, IPPROTO_IPV6, join ? IPV6_JOIN_GROUP : IPV6_LEAVE_GROUP, &m,
+			  sizeof(m)) < 0
+		       ? -errno
+		       : 0;
+}
+
+/*
+ * A socket of its own per group, bound to (group, port): the kernel hands a multicast datagram
+ * to every socket bound to its address and port (no SO_REUSEPORT steering: each process of a
+ * shared device that joined gets its copy), and a socket bound to the group gets nothing else.
+ * SO_REUSEADDR lets the processes bind the same (group, port).
+ */
+int uroce_udp_mcast_join(struct uroce_backend *bb, const uint8_t group[16])
+{
+	struct udp_be *b = (struct udp_be *)uroce_backend_base(bb);
+
+	if (!b || b->b.ops != &uroce_udp_ops || !uroce_gid_is_mcast(group) || !b->ifindex)
+		return -EINVAL;
+	if (group_sock(b, group) >= 0)
+		return 0;
+	if (b->ns == MAX_SOCKS)
+		return -ENOSPC;
+	bool v4 = uroce_gid_is_v4(group);
+	union sa a;
+	socklen_t alen;
+	int fd = socket(v4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), r;
+
+	if (fd < 0)
+		return -errno;
+	memset(&a, 0, sizeof(a));
+	if (v4) {
+		a.in.sin_family = AF_INET;
+		a.in.sin_port = htons(b->b.port);
+		memcpy(&a.in.sin_addr, group + 12, 4);
+		alen = sizeof(a.in);
+		r = setint(fd, IPPROTO_IP, IP_PKTINFO, 1);
+		r = r ? r : setint(fd, IPPROTO_IP, IP_RECVTOS, 1);
+		r = r ? r : setint(fd, IPPROTO_IP, IP_RECVTTL, 1);
+	} else {
+		a.in6.sin6_family = AF_INET6;
+		a.in6.sin6_port = htons(b->b.port);
+		memcpy(&a.in6.sin6_addr, group, 16);
+		a.in6.sin6_scope_id = (uint32_t)b->ifindex;
+		alen = sizeof(a.in6);
+		r = setint(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1);
+		r = r ? r : setint(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1);
+		r = r ? r : setint(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 1);
+		r = r ? r : setint(fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, 1);
+		r = r ? r : setint(fd, IPPROTO_UDP, UDP_NO_CHECK6_RX, 1);
+	}
+	r = r ? r : setint(fd, SOL_SOCKET, SO_REUSEADDR, 1);
+	if (r == 0 && bind(fd, &a.sa, alen) < 0)
+		r = -errno;
+	r = r ? r : membership(fd, v4, group, b->ifindex, true);
+	struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)b->ns};
+
+	if (r == 0 && epoll_ctl(b->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+		r = -errno;
+	if (r) {
+		close(fd);
+		return r;
+	}
+	if (setint(fd, SOL_SOCKET, SO_RCVBUFFORCE, UROCE_UDP_RCVBUF))
+		setint(fd, SOL_SOCKET, SO_RCVBUF, UROCE_UDP_RCVBUF);
+	struct udp_sock *s = &b->s[b->ns++];
+
+	*s = (struct udp_sock){.fd = fd,
+			       .encap = v4 ? UROCE_ENCAP_V2_IPV4 : UROCE_ENCAP_V2_IPV6,
+			       .group = true};
+	memcpy(s->gid, group, 16);
+	return 0;
+}
+
+int uroce_udp_mcast_leave(struct uroce_backend *bb, const uint8_t group[16])
+{
+	struct udp_be *b = (struct udp_be *)uroce_backend_base(bb);
+
+	if (!b || b->b.ops != &uroce_udp_ops)
+		return -EINVAL;
+	int i = group_sock(b, group);
+
+	if (i < 0)
+		return -ENOENT;
+	/* Closing the socket drops the membership (IGMP/MLD leave when it was the host's last);
+	 * what it queued goes with it. Datagrams already in the ring stay there (parsed). */
+	drop_sock(b, i);
+	return 0;
+}
+
 static int udp_fd(const struct uroce_backend *bb)
 {
 	return ((const struct udp_be *)bb)->epfd;
@@ -542,7 +675,8 @@ static int udp_fd(const struct uroce_backend *bb)
 static int find_sock(const struct udp_be *b, const struct uroce_path *p)
 {
 	for (int i = 0; i < b->ns; i++)
-		if (b->s[i].encap == p->encap && memcmp(b->s[i].gid, p->sgid, 16) == 0)
+		if (!b->s[i].group && b->s[i].encap == p->encap &&
+		    memcmp(b->s[i].gid, p->sgid, 16) == 0)
 			return i;
 	return -1;
 }
@@ -669,7 +803,9 @@ static bool same_owner(uint32_t a, uint32_t b)
 /* May b follow a in one GSO send (lengths aside)? Same address, owner, TOS and TTL. */
 static bool same_flow(const struct uroce_tx_desc *a, const struct uroce_tx_desc *b)
 {
-	return same_owner(a->pkt->dst_qpn, b->pkt->dst_qpn) &&
+	/* A group's packets go one datagram each: the kernel's multicast loop-back and every
+	 * member's socket see a GSO send whole otherwise. */
+	return !uroce_gid_is_mcast(a->path->dgid) && same_owner(a->pkt->dst_qpn, b->pkt->dst_qpn) &&
 	       a->path->traffic_class == b->path->traffic_class &&
 	       a->path->hop_limit == b->path->hop_limit &&
 	       memcmp(a->path->dgid, b->path->dgid, 16) == 0;
@@ -945,12 +1081,12 @@ static int split_rx(struct udp_be *b, struct uroce_rx_desc *out, int n)
  */
 static unsigned rx_ready(struct udp_be *b)
 {
-	struct epoll_event ev[2 * UROCE_BACKEND_MAX_ADDRS];
+	struct epoll_event ev[2 * MAX_SOCKS];
 	unsigned mask = 0;
 
 	if (b->ns == 1)
 		return 1;
-	int k = epoll_wait(b->epfd, ev, 2 * UROCE_BACKEND_MAX_ADDRS, 0);
+	int k = epoll_wait(b->epfd, ev, 2 * MAX_SOCKS, 0);
 
 	if (k < 0)
 		return (1u << b->ns) - 1; /* EINTR: try them all */

@@ -43,4 +43,19 @@ int uroce_udp_rebind(struct uroce_backend *b, const struct uroce_backend_cfg *cf
  */
 int uroce_udp_share_gsi(struct uroce_backend *b, const struct uroce_share_cfg *share);
 
+/*
+ * IP multicast groups (RoCE v2 multicast, uroce_ctx's attached MGIDs): join group (an IPv4
+ * group as a v4-mapped GID, or an IPv6 group) on the backend's interface, with a socket bound to
+ * (group, port) that receives the group's packets (IGMP or MLD membership while it is open;
+ * every process that joins gets each packet). Sends to the group leave by the interface from
+ * the address sockets (IP_MULTICAST_IF) and loop back to this host's members. Joining a group
+ * already joined does nothing. Errors: -EINVAL when b (wrappers allowed) is not a udp backend
+ * opened with an interface, or group is not multicast; -ENOSPC beyond UROCE_UDP_MAX_GROUPS; or
+ * the socket call's errno.
+ * Leaving: 0, -ENOENT when not joined, -EINVAL when b is not a udp backend.
+ */
+#define UROCE_UDP_MAX_GROUPS 16
+int uroce_udp_mcast_join(struct uroce_backend *b, const uint8_t group[16]);
+int uroce_udp_mcast_leave(struct uroce_backend *b, const uint8_t group[16]);
+
 #endif
