@@ -79,7 +79,7 @@ case $CASE in
 usage)
 	run help run
 	expect 0 '' "uroce help run"
-	grep -q '^usage: uroce run \[--pcap FILE\] \[--faults SPEC\] \[--busy-poll\] -- PROGRAM' "$T/out" ||
+	grep -q '^usage: uroce run \[--pcap FILE\] \[--faults SPEC\] \[--busy-poll\] \[--no-sysfs\] -- PROGRAM' "$T/out" ||
 		fail "uroce help run: no usage line"
 	run run --help
 	expect 0 '' "uroce run --help"
