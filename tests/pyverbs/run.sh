@@ -16,7 +16,7 @@
 # Exit status: 0 passed, 1 failed, 77 skipped (not root, no python3-pyverbs, no netns).
 set -u -o pipefail
 
-UROCE=$1 PASS_LIST=$2
+UROCE=$(realpath -e "$1") PASS_LIST=$(realpath -e "$2") || exit 1
 SUITE=/usr/share/doc/rdma-core/tests
 HERE=$(cd "$(dirname "$0")" && pwd)
 PY=/usr/bin/python3 # Debian's modules import only in Debian's interpreter
@@ -52,7 +52,7 @@ ip netns exec "$NS" "$UROCE" link add "$DEV" netdev v0 || exit 1
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 cd "$T"
 ip netns exec "$NS" "$UROCE" run -- "$PY" "$HERE/score.py" "$T/tests" "$PASS_LIST" \
-	"$T/results" -- --dev "$DEV"
+	"${PYVERBS_RESULTS:-$T/results}" -- --dev "$DEV"
 status=$?
 [ $status -eq 0 ] || [ $status -eq 1 ] || echo "score.py ended with status $status"
 exit $status
