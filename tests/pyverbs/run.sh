@@ -52,7 +52,12 @@ ip netns exec "$NS" "$UROCE" link add "$DEV" netdev v0 || exit 1
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 cd "$T"
 ip netns exec "$NS" "$UROCE" run -- "$PY" "$HERE/score.py" "$T/tests" "$PASS_LIST" \
-	"${PYVERBS_RESULTS:-$T/results}" -- --dev "$DEV"
-status=$?
+	"${PYVERBS_RESULTS:-$T/results}" -- --dev "$DEV" 2>&1 | tee "$T/out"
+status=${PIPESTATUS[0]}
 [ $status -eq 0 ] || [ $status -eq 1 ] || echo "score.py ended with status $status"
+# A sanitizer build's report (the suite's processes go on after a UBSan one) fails the run.
+if grep -qE 'ERROR: AddressSanitizer|runtime error:' "$T/out"; then
+	echo "FAIL: a sanitizer report (above)"
+	status=1
+fi
 exit $status
