@@ -20,11 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "check.h"
+#include "verbs_kit.h"
 
-#define WAIT_MS 5000
 #define MSGS	40 /* more than one batch of the poll API (16) */
 #define LEN	64
 #define GRH	40
@@ -39,32 +37,6 @@ struct ud {
 	struct ibv_qp *q[2]; /* q[0] sends, q[1] receives */
 	struct ibv_ah *ah;
 };
-
-static int find_gid(struct ibv_context *ctx, const char *ip4)
-{
-	struct ibv_port_attr pa;
-	uint8_t want[16] = {[10] = 0xff, [11] = 0xff};
-
-	if (inet_pton(AF_INET, ip4, want + 12) != 1 || ibv_query_port(ctx, 1, &pa))
-		return -1;
-	for (int i = 0; i < pa.gid_tbl_len; i++) {
-		struct ibv_gid_entry e;
-
-		if (ibv_query_gid_ex(ctx, 1, (uint32_t)i, &e, 0))
-			break;
-		if (e.gid_type == IBV_GID_TYPE_ROCE_V2 && !memcmp(e.gid.raw, want, 16))
-			return i;
-	}
-	return -1;
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static struct ibv_cq_ex *cq_ex(struct ibv_context *ctx, uint32_t cqe, uint64_t wc_flags,
 			       uint32_t comp_mask, uint32_t flags)
@@ -123,18 +95,6 @@ static void create(struct ibv_context *ctx)
 	CHECK_EQ(ibv_destroy_cq(ibv_cq_ex_to_cq(cq)), 0);
 }
 
-static void to_rts(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = QKEY};
-
-	CHECK_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY),
-		 0);
-	a.qp_state = IBV_QPS_RTR;
-	CHECK_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE), 0);
-	a.qp_state = IBV_QPS_RTS;
-	CHECK_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
-}
-
 /* Two UD QPs: q[0] sends with the plain CQ scq, q[1] receives into rcq. */
 static int ud_make(struct ud *u, struct ibv_context *ctx, struct ibv_pd *pd, int gid_idx,
 		   struct ibv_cq *rcq)
@@ -161,7 +121,7 @@ static int ud_make(struct ud *u, struct ibv_context *ctx, struct ibv_pd *pd, int
 		CHECK(u->q[i] != NULL);
 		if (!u->q[i])
 			return -1;
-		to_rts(u->q[i]);
+		ud_to_rts(u->q[i], QKEY);
 	}
 	ah.grh.sgid_index = (uint8_t)gid_idx;
 	ah.grh.hop_limit = 64;
@@ -405,26 +365,10 @@ int main(int argc, char **argv)
 {
 	const char *devname = argc > 1 ? argv[1] : "uroce_lo";
 	const char *ip4 = argc > 2 ? argv[2] : "127.0.0.1";
-	struct ibv_context *ctx = NULL;
-	struct ibv_device **list;
-	int n;
-
-	list = ibv_get_device_list(&n);
-	CHECK(list != NULL);
-	if (!list)
-		return check_exit("compat_cq_ex");
-	for (int i = 0; i < n && !ctx; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), devname))
-			ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	if (!ctx) {
-		printf("SKIP: cannot open device %s: %s\n", devname, strerror(errno));
-		return 77;
-	}
+	struct ibv_context *ctx = open_device(devname);
 	int gid_idx = find_gid(ctx, ip4);
 	struct ibv_pd *pd = ibv_alloc_pd(ctx);
 
-	CHECKF(gid_idx >= 0, "no RoCE v2 GID for %s on %s", ip4, devname);
 	CHECK(pd != NULL);
 	create(ctx);
 	if (pd && gid_idx >= 0) {
@@ -435,5 +379,5 @@ int main(int argc, char **argv)
 	if (pd)
 		CHECK_EQ(ibv_dealloc_pd(pd), 0);
 	CHECK_EQ(ibv_close_device(ctx), 0);
-	return check_exit("compat_cq_ex");
+	return check_exit_with("compat_cq_ex", verbs_kit_checks);
 }

@@ -11,7 +11,6 @@
  * rereg's error returns, then a new range, PD and access with the same keys.
  * Exit 77 (skip) when the device does not exist or cannot be opened here.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <infiniband/verbs.h>
 #include <stdint.h>
@@ -19,116 +18,33 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "verbs_kit.h"
 
-#define WAIT_MS 5000
-#define RW	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)
-
-struct end {
-	struct ibv_cq *cq;
-	struct ibv_qp *qp;
-};
+#define RW (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)
 
 static int gid_idx;
 static union ibv_gid gid;
 static size_t pg;
 
-static int find_gid(struct ibv_context *ctx, const char *ip4)
+/* An end without a buffer: the regions are the cases' own. */
+static void make_end(struct ibv_context *ctx, struct ibv_pd *pd, struct end *e)
 {
-	struct ibv_port_attr pa;
-	uint8_t want[16] = {[10] = 0xff, [11] = 0xff};
+	const struct ibv_qp_cap cap = {
+		.max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1};
 
-	if (inet_pton(AF_INET, ip4, want + 12) != 1 || ibv_query_port(ctx, 1, &pa))
-		return -1;
-	for (int i = 0; i < pa.gid_tbl_len; i++) {
-		struct ibv_gid_entry e;
-
-		if (ibv_query_gid_ex(ctx, 1, (uint32_t)i, &e, 0))
-			break;
-		if (e.gid_type == IBV_GID_TYPE_ROCE_V2 && !memcmp(e.gid.raw, want, 16))
-			return i;
-	}
-	return -1;
+	end_make(e, ctx, pd, NULL, 0, cap);
 }
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-/* The status of one completion from cq within WAIT_MS, or -1. */
-static int wc_status(struct ibv_cq *cq)
-{
-	uint64_t end = now_ms() + WAIT_MS;
-	struct ibv_wc wc;
-
-	do {
-		if (ibv_poll_cq(cq, 1, &wc) == 1)
-			return (int)wc.status;
-	} while (now_ms() < end);
-	return -1;
-}
-
-/* RESET, then INIT -> RTR -> RTS towards dest_qpn on our own GID. */
+/* RESET, then the kit's bring-up towards dest_qpn on our own GID. */
 static void to_rts(struct ibv_qp *qp, uint32_t dest_qpn)
 {
 	struct ibv_qp_attr a = {.qp_state = IBV_QPS_RESET};
 
 	CHECK_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE), 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = RW | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_ON_DEMAND;
-	CHECK_EQ(ibv_modify_qp(qp, &a,
-			       IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				       IBV_QP_ACCESS_FLAGS),
-		 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dest_qpn;
-	a.max_dest_rd_atomic = 4;
-	a.min_rnr_timer = 12;
-	a.ah_attr.port_num = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = gid;
-	a.ah_attr.grh.sgid_index = (uint8_t)gid_idx;
-	a.ah_attr.grh.hop_limit = 64;
-	CHECK_EQ(ibv_modify_qp(qp, &a,
-			       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				       IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-				       IBV_QP_MIN_RNR_TIMER),
-		 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 4;
-	CHECK_EQ(ibv_modify_qp(qp, &a,
-			       IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				       IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC),
-		 0);
-}
-
-static void make_end(struct ibv_context *ctx, struct ibv_pd *pd, struct end *e)
-{
-	struct ibv_qp_init_attr init = {0};
-
-	e->cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
-	CHECK(e->cq != NULL);
-	init.send_cq = init.recv_cq = e->cq;
-	init.qp_type = IBV_QPT_RC;
-	init.cap.max_send_wr = init.cap.max_recv_wr = 16;
-	init.cap.max_send_sge = init.cap.max_recv_sge = 1;
-	e->qp = ibv_create_qp(pd, &init);
-	CHECK(e->qp != NULL);
+	rc_to_rts(qp, RW | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_ON_DEMAND, dest_qpn, gid_idx, &gid,
+		  0);
 }
 
 /* Both QPs (back) to RTS, connected to each other. */
@@ -136,12 +52,6 @@ static void pair_up(struct end *a, struct end *b)
 {
 	to_rts(a->qp, b->qp->qp_num);
 	to_rts(b->qp, a->qp->qp_num);
-}
-
-static void free_end(struct end *e)
-{
-	CHECK_EQ(ibv_destroy_qp(e->qp), 0);
-	CHECK_EQ(ibv_destroy_cq(e->cq), 0);
 }
 
 /* RDMA WRITE of len bytes from src (lkey) to va (rkey): the requester's completion status. */
@@ -152,11 +62,12 @@ static int write_to(struct end *a, const void *src, uint32_t len, uint32_t lkey,
 	struct ibv_send_wr w = {.sg_list = &s, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
 				.send_flags = IBV_SEND_SIGNALED},
 			   *bad;
+	struct ibv_wc wc;
 
 	w.wr.rdma.remote_addr = va;
 	w.wr.rdma.rkey = rkey;
 	CHECK_EQ(ibv_post_send(a->qp, &w, &bad), 0);
-	return wc_status(a->cq);
+	return poll_one(a->cq, &wc);
 }
 
 /* A fresh anonymous mapping of n pages, none of them touched. */
@@ -228,11 +139,12 @@ static void implicit(struct ibv_pd *pd, struct end *a, struct end *b)
 	struct ibv_send_wr sw = {.sg_list = &ss, .num_sge = 1, .opcode = IBV_WR_SEND,
 				 .send_flags = IBV_SEND_SIGNALED},
 			   *sbad;
+	struct ibv_wc wc;
 
 	CHECK_EQ(ibv_post_recv(b->qp, &rw, &rbad), 0);
 	CHECK_EQ(ibv_post_send(a->qp, &sw, &sbad), 0);
-	CHECK_EQ(wc_status(a->cq), IBV_WC_SUCCESS);
-	CHECK_EQ(wc_status(b->cq), IBV_WC_SUCCESS);
+	CHECK_EQ(poll_one(a->cq, &wc), IBV_WC_SUCCESS);
+	CHECK_EQ(poll_one(b->cq, &wc), IBV_WC_SUCCESS);
 	CHECK_MEM_EQ(dst + 10, src, 5000);
 
 	/* RDMA WRITE to any address. */
@@ -432,25 +344,11 @@ int main(int argc, char **argv)
 {
 	const char *devname = argc > 1 ? argv[1] : "uroce_lo";
 	const char *ip4 = argc > 2 ? argv[2] : "127.0.0.1";
-	struct ibv_device **list;
-	struct ibv_context *ctx = NULL;
-	int n;
 
 	pg = (size_t)sysconf(_SC_PAGESIZE);
-	list = ibv_get_device_list(&n);
-	CHECK(list != NULL);
-	if (!list)
-		return check_exit("compat_odp");
-	for (int i = 0; i < n && !ctx; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), devname))
-			ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	if (!ctx) {
-		printf("SKIP: cannot open device %s: %s\n", devname, strerror(errno));
-		return 77;
-	}
+	struct ibv_context *ctx = open_device(devname);
+
 	gid_idx = find_gid(ctx, ip4);
-	CHECKF(gid_idx >= 0, "no RoCE v2 GID for %s on %s", ip4, devname);
 	struct ibv_pd *pd = ibv_alloc_pd(ctx);
 
 	CHECK(pd != NULL);
@@ -465,10 +363,10 @@ int main(int argc, char **argv)
 		implicit(pd, &a, &b);
 		advise(pd);
 		rereg(ctx, pd, &a, &b);
-		free_end(&a);
-		free_end(&b);
+		end_free(&a);
+		end_free(&b);
 		CHECK_EQ(ibv_dealloc_pd(pd), 0);
 	}
 	CHECK_EQ(ibv_close_device(ctx), 0);
-	return check_exit("compat_odp");
+	return check_exit_with("compat_odp", verbs_kit_checks);
 }

@@ -22,61 +22,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "verbs_kit.h"
 
-#define BUF	8192
-#define WAIT_MS 5000
-#define DEPTH	8 /* max_send_wr asked for */
-
-static int find_gid(struct ibv_context *ctx, const char *ip4)
-{
-	struct ibv_port_attr pa;
-	uint8_t want[16] = {[10] = 0xff, [11] = 0xff};
-
-	if (inet_pton(AF_INET, ip4, want + 12) != 1 || ibv_query_port(ctx, 1, &pa))
-		return -1;
-	for (int i = 0; i < pa.gid_tbl_len; i++) {
-		struct ibv_gid_entry e;
-
-		if (ibv_query_gid_ex(ctx, 1, (uint32_t)i, &e, 0))
-			break;
-		if (e.gid_type == IBV_GID_TYPE_ROCE_V2 && !memcmp(e.gid.raw, want, 16))
-			return i;
-	}
-	return -1;
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-/* One completion from cq within WAIT_MS (a bounded busy poll). */
-static int poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
-{
-	uint64_t end = now_ms() + WAIT_MS;
-
-	do {
-		int n = ibv_poll_cq(cq, 1, wc);
-
-		if (n)
-			return n;
-	} while (now_ms() < end);
-	return 0;
-}
+#define DEPTH 8 /* max_send_wr asked for */
 
 /* The next completion on cq is wr_id's and succeeded: so nothing posted before it is there. */
 static void expect_wc(struct ibv_cq *cq, uint64_t wr_id, enum ibv_wc_opcode op, struct ibv_wc *wc)
 {
-	CHECK_EQ(poll_one(cq, wc), 1);
-	CHECKF(wc->status == IBV_WC_SUCCESS, "wr %llu: %s", (unsigned long long)wc->wr_id,
-	       ibv_wc_status_str(wc->status));
+	int st = poll_one(cq, wc);
+
+	CHECKF(st == IBV_WC_SUCCESS, "wr %llu: %s", (unsigned long long)wr_id,
+	       st < 0 ? "no completion" : ibv_wc_status_str(wc->status));
+	if (st < 0)
+		return;
 	CHECK_EQ(wc->wr_id, wr_id);
 	CHECK_EQ(wc->opcode, op);
 }
@@ -225,44 +185,6 @@ static void test_create(struct ibv_context *ctx, struct ibv_pd *pd, struct ibv_c
 	}
 }
 
-static void modify(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
-{
-	CHECK_EQ(ibv_modify_qp(qp, a, mask), 0);
-}
-
-static void rc_to_rts(struct ibv_qp *qp, uint32_t dest_qpn, int gid_idx, const union ibv_gid *gid)
-{
-	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT,
-				.port_num = 1,
-				.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-						   IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE};
-
-	modify(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
-	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTR,
-				 .path_mtu = IBV_MTU_1024,
-				 .dest_qp_num = dest_qpn,
-				 .rq_psn = 7,
-				 .max_dest_rd_atomic = 4,
-				 .min_rnr_timer = 12,
-				 .ah_attr = {.is_global = 1,
-					     .port_num = 1,
-					     .grh = {.dgid = *gid,
-						     .sgid_index = (uint8_t)gid_idx,
-						     .hop_limit = 64}}};
-	modify(qp, &a,
-	       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-		       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
-	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS,
-				 .timeout = 14,
-				 .retry_cnt = 7,
-				 .rnr_retry = 7,
-				 .sq_psn = 7,
-				 .max_rd_atomic = 4};
-	modify(qp, &a,
-	       IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-		       IBV_QP_MAX_QP_RD_ATOMIC);
-}
-
 static void post_recv(struct ibv_qp *qp, uint64_t wr_id, void *addr, uint32_t len, uint32_t lkey)
 {
 	struct ibv_sge sge = {(uintptr_t)addr, len, lkey};
@@ -312,8 +234,8 @@ static void test_rc(struct ibv_context *ctx, struct ibv_pd *pd, int gid_idx)
 	/* In RESET the batch is refused whole: EINVAL, as ibv_post_send. */
 	CHECK_EQ(send_one(ax, 1, abuf, 8, ak), EINVAL);
 	CHECK_EQ(ibv_query_gid(ctx, 1, gid_idx, &gid), 0);
-	rc_to_rts(a, b->qp_num, gid_idx, &gid);
-	rc_to_rts(b, a->qp_num, gid_idx, &gid);
+	rc_to_rts(a, acc, b->qp_num, gid_idx, &gid, 7);
+	rc_to_rts(b, acc, a->qp_num, gid_idx, &gid, 7);
 
 	/* One batch of three: SEND with immediate from two SGEs, an inline SEND, an RDMA WRITE. */
 	for (int i = 0; i < 3; i++)
@@ -497,7 +419,7 @@ static void test_rc(struct ibv_context *ctx, struct ibv_pd *pd, int gid_idx)
 	CHECK_EQ(r, ENOMEM);
 	CHECK_EQ(posted, (int)qa.cap.max_recv_wr);
 	qa.qp_state = IBV_QPS_RESET;
-	modify(b, &qa, IBV_QP_STATE);
+	CHECK_EQ(ibv_modify_qp(b, &qa, IBV_QP_STATE), 0);
 	CHECK_EQ(ibv_post_recv(b, &rw, &rbad), EINVAL);
 	CHECK_EQ(send_one(bx, 72, bbuf, 8, bk), EINVAL);
 
@@ -532,13 +454,7 @@ static void test_ud(struct ibv_context *ctx, struct ibv_pd *pd, int gid_idx)
 		CHECK(q[i] != NULL);
 		if (!q[i])
 			return;
-		struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x11};
-
-		modify(q[i], &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
-		a.qp_state = IBV_QPS_RTR;
-		modify(q[i], &a, IBV_QP_STATE);
-		a.qp_state = IBV_QPS_RTS;
-		modify(q[i], &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
+		ud_to_rts(q[i], 0x11);
 	}
 	CHECK_EQ(ibv_query_gid(ctx, 1, gid_idx, &ah_attr.grh.dgid), 0);
 	struct ibv_ah *ah = ibv_create_ah(pd, &ah_attr);
@@ -576,7 +492,7 @@ static void test_ud(struct ibv_context *ctx, struct ibv_pd *pd, int gid_idx)
 	uint64_t next_send = 10, next_recv = 1;
 
 	for (int i = 0; i < 4; i++) {
-		if (poll_one(cq, &wc) != 1) {
+		if (poll_one(cq, &wc) < 0) {
 			CHECKF(0, "no UD completion");
 			break;
 		}
@@ -608,21 +524,8 @@ int main(int argc, char **argv)
 {
 	const char *devname = argc > 1 ? argv[1] : "uroce_lo";
 	const char *ip4 = argc > 2 ? argv[2] : "127.0.0.1";
-	struct ibv_context *ctx = NULL;
-	int n;
-	struct ibv_device **list = ibv_get_device_list(&n);
+	struct ibv_context *ctx = open_device(devname);
 
-	CHECK(list != NULL);
-	if (!list)
-		return check_exit("compat_qpex");
-	for (int i = 0; i < n && !ctx; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), devname))
-			ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	if (!ctx) {
-		printf("SKIP: cannot open device %s: %s\n", devname, strerror(errno));
-		return 77;
-	}
 	/* pyverbs' shared PD test, once its extended QP is made, dups cmd_fd to import the
 	 * device: a real descriptor, and the import refused as unsupported. */
 	int fd = dup(ctx->cmd_fd);
@@ -636,7 +539,6 @@ int main(int argc, char **argv)
 	struct ibv_pd *pd = ibv_alloc_pd(ctx);
 	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
 
-	CHECKF(gid_idx >= 0, "no RoCE v2 GID for %s on %s", ip4, devname);
 	CHECK(pd && cq);
 	if (pd && cq && gid_idx >= 0) {
 		test_create(ctx, pd, cq);
@@ -647,5 +549,5 @@ int main(int argc, char **argv)
 		CHECK_EQ(ibv_dealloc_pd(pd), 0);
 	}
 	CHECK_EQ(ibv_close_device(ctx), 0);
-	return check_exit("compat_qpex");
+	return check_exit_with("compat_qpex", verbs_kit_checks);
 }

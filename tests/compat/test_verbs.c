@@ -19,136 +19,42 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "check.h"
+#include "verbs_kit.h"
 
-#define BUF	8192
-#define WAIT_MS 5000
+#define ACCESS_ALL                                                                   \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
+	 IBV_ACCESS_REMOTE_ATOMIC)
 
-struct end {
-	struct ibv_cq *cq;
-	struct ibv_qp *qp;
-	struct ibv_mr *mr;
-	uint8_t *buf;
-};
-
-static int find_gid(struct ibv_context *ctx, const char *ip4)
-{
-	struct ibv_port_attr pa;
-	uint8_t want[16] = {[10] = 0xff, [11] = 0xff};
-
-	if (inet_pton(AF_INET, ip4, want + 12) != 1 || ibv_query_port(ctx, 1, &pa))
-		return -1;
-	for (int i = 0; i < pa.gid_tbl_len; i++) {
-		struct ibv_gid_entry e;
-
-		if (ibv_query_gid_ex(ctx, 1, (uint32_t)i, &e, 0))
-			break; /* ENODATA: past the entries */
-		if (e.gid_type == IBV_GID_TYPE_ROCE_V2 && !memcmp(e.gid.raw, want, 16))
-			return i;
-	}
-	return -1;
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-/* One completion from cq within WAIT_MS (busy polling, as most verbs applications do). */
-static int poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
-{
-	uint64_t end = now_ms() + WAIT_MS;
-
-	do {
-		int n = ibv_poll_cq(cq, 1, wc);
-
-		if (n)
-			return n;
-	} while (now_ms() < end);
-	return 0;
-}
-
+/* The kit's RC bring-up, and on the way RoCE's rule: RTR without a GRH is refused (EINVAL), as
+ * the kernel refuses it. */
 static void to_rts(struct ibv_qp *qp, uint32_t dest_qpn, int gid_idx, const union ibv_gid *dgid)
 {
-	struct ibv_qp_attr a = {0};
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_RTR,
+				.path_mtu = IBV_MTU_1024,
+				.dest_qp_num = dest_qpn,
+				.rq_psn = 100,
+				.max_dest_rd_atomic = 4,
+				.min_rnr_timer = 12,
+				.ah_attr = {.port_num = 1}};
 
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.pkey_index = 0;
-	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			    IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE;
-	CHECK(ibv_modify_qp(qp, &a,
-			    IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) ==
-	      0);
-	CHECK_EQ(qp->state, IBV_QPS_INIT);
-
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dest_qpn;
-	a.rq_psn = 100;
-	a.max_dest_rd_atomic = 4;
-	a.min_rnr_timer = 12;
-	a.ah_attr.port_num = 1;
-	/* RoCE needs a GRH: without it RTR is refused, as the kernel does. */
-	CHECK(ibv_modify_qp(qp, &a,
-			    IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-				    IBV_QP_MIN_RNR_TIMER) == EINVAL);
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = *dgid;
-	a.ah_attr.grh.sgid_index = (uint8_t)gid_idx;
-	a.ah_attr.grh.hop_limit = 64;
-	CHECK(ibv_modify_qp(qp, &a,
-			    IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-				    IBV_QP_MIN_RNR_TIMER) == 0);
-	CHECK_EQ(qp->state, IBV_QPS_RTR);
-
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = 100;
-	a.max_rd_atomic = 4;
-	CHECK(ibv_modify_qp(qp, &a,
-			    IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-				    IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) == 0);
-	CHECK_EQ(qp->state, IBV_QPS_RTS);
+	rc_init(qp, ACCESS_ALL);
+	CHECK_EQ(ibv_modify_qp(qp, &a, RC_RTR_MASK), EINVAL);
+	rc_rtr_rts(qp, dest_qpn, gid_idx, dgid, 100);
 }
 
+/* An end whose MR takes optional access bits (RELAXED_ORDERING), which must be ignored, as
+ * perftest sets them; its CQ on channel ch. */
 static void make_end(struct ibv_context *ctx, struct ibv_pd *pd, struct ibv_comp_channel *ch,
 		     struct end *e)
 {
-	struct ibv_qp_init_attr init = {0};
+	const struct ibv_qp_cap cap = {.max_send_wr = 32,
+				       .max_recv_wr = 32,
+				       .max_send_sge = 2,
+				       .max_recv_sge = 2,
+				       .max_inline_data = 64};
 
-	e->buf = calloc(1, BUF);
-	/* Optional access bits (RELAXED_ORDERING) must be ignored, as perftest sets them. */
-	e->mr = ibv_reg_mr_iova2(pd, e->buf, BUF, (uintptr_t)e->buf,
-				 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-					 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
-					 IBV_ACCESS_RELAXED_ORDERING);
-	CHECK(e->mr != NULL);
-	e->cq = ibv_create_cq(ctx, 64, e, ch, 0);
-	CHECK(e->cq != NULL);
-	CHECK_GE(e->cq->cqe, 64);
-	init.send_cq = e->cq;
-	init.recv_cq = e->cq;
-	init.qp_type = IBV_QPT_RC;
-	init.cap.max_send_wr = 32;
-	init.cap.max_recv_wr = 32;
-	init.cap.max_send_sge = 2;
-	init.cap.max_recv_sge = 2;
-	init.cap.max_inline_data = 64;
-	e->qp = ibv_create_qp(pd, &init);
-	CHECK(e->qp != NULL);
-	CHECK(init.cap.max_inline_data >= 64 && init.cap.max_send_sge >= 2);
+	end_make(e, ctx, pd, ch, ACCESS_ALL | IBV_ACCESS_RELAXED_ORDERING, cap);
 }
 
 static void test_rc(struct ibv_context *ctx, struct ibv_pd *pd, int gid_idx)
@@ -198,8 +104,7 @@ static void test_rc(struct ibv_context *ctx, struct ibv_pd *pd, int gid_idx)
 	swr.send_flags = IBV_SEND_SIGNALED;
 	swr.imm_data = htonl(0x12345678);
 	CHECK_EQ(ibv_post_send(a.qp, &swr, &sbad), 0);
-	CHECK_EQ(poll_one(b.cq, &wc), 1);
-	CHECKF(wc.status == IBV_WC_SUCCESS, "recv status %s", ibv_wc_status_str(wc.status));
+	CHECK_EQ(poll_one(b.cq, &wc), IBV_WC_SUCCESS);
 	CHECK(wc.wr_id == 7 && wc.opcode == IBV_WC_RECV && wc.byte_len == 12);
 	CHECK((wc.wc_flags & IBV_WC_WITH_IMM) && ntohl(wc.imm_data) == 0x12345678);
 	CHECK_EQ(wc.qp_num, b.qp->qp_num);
@@ -229,8 +134,7 @@ static void test_rc(struct ibv_context *ctx, struct ibv_pd *pd, int gid_idx)
 	swr.wr.rdma.remote_addr = (uintptr_t)b.buf + 2000;
 	swr.wr.rdma.rkey = b.mr->rkey;
 	CHECK_EQ(ibv_post_send(a.qp, &swr, &sbad), 0);
-	CHECK_EQ(poll_one(a.cq, &wc), 1);
-	CHECKF(wc.status == IBV_WC_SUCCESS, "write status %s", ibv_wc_status_str(wc.status));
+	CHECK_EQ(poll_one(a.cq, &wc), IBV_WC_SUCCESS);
 	CHECK(wc.wr_id == 10 && wc.opcode == IBV_WC_RDMA_WRITE);
 	CHECK_MEM_EQ(b.buf + 2000, "written by a", 13);
 
@@ -242,8 +146,7 @@ static void test_rc(struct ibv_context *ctx, struct ibv_pd *pd, int gid_idx)
 	swr.send_flags = IBV_SEND_SIGNALED;
 	swr.wr.rdma.remote_addr = (uintptr_t)b.buf + 4096;
 	CHECK_EQ(ibv_post_send(a.qp, &swr, &sbad), 0);
-	CHECK_EQ(poll_one(a.cq, &wc), 1);
-	CHECKF(wc.status == IBV_WC_SUCCESS, "read status %s", ibv_wc_status_str(wc.status));
+	CHECK_EQ(poll_one(a.cq, &wc), IBV_WC_SUCCESS);
 	CHECK(wc.wr_id == 11 && wc.opcode == IBV_WC_RDMA_READ && wc.byte_len == 4000);
 	CHECK_MEM_EQ(a.buf + 4096, b.buf + 4096, 4000);
 
@@ -258,8 +161,7 @@ static void test_rc(struct ibv_context *ctx, struct ibv_pd *pd, int gid_idx)
 	swr.wr.atomic.compare_add = 2;
 	swr.wr.atomic.rkey = b.mr->rkey;
 	CHECK_EQ(ibv_post_send(a.qp, &swr, &sbad), 0);
-	CHECK_EQ(poll_one(a.cq, &wc), 1);
-	CHECKF(wc.status == IBV_WC_SUCCESS, "fadd status %s", ibv_wc_status_str(wc.status));
+	CHECK_EQ(poll_one(a.cq, &wc), IBV_WC_SUCCESS);
 	CHECK_EQ(wc.opcode, IBV_WC_FETCH_ADD);
 	uint64_t old;
 
@@ -270,8 +172,8 @@ static void test_rc(struct ibv_context *ctx, struct ibv_pd *pd, int gid_idx)
 	swr.wr.atomic.compare_add = 42;
 	swr.wr.atomic.swap = 7;
 	CHECK_EQ(ibv_post_send(a.qp, &swr, &sbad), 0);
-	CHECK_EQ(poll_one(a.cq, &wc), 1);
-	CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_COMP_SWAP);
+	CHECK_EQ(poll_one(a.cq, &wc), IBV_WC_SUCCESS);
+	CHECK_EQ(wc.opcode, IBV_WC_COMP_SWAP);
 	CHECK_EQ(*word, 7);
 
 	/* rdma-core's conventions: a positive errno, *bad_wr at the first one not posted. */
@@ -301,22 +203,16 @@ static void test_rc(struct ibv_context *ctx, struct ibv_pd *pd, int gid_idx)
 	/* The unsignaled WRITE posted before the bad request may complete first (flushed). */
 	int flushed = 0;
 
-	while (!flushed && poll_one(a.cq, &wc) == 1) {
+	while (!flushed && poll_one(a.cq, &wc) >= 0) {
 		CHECKF(wc.status == IBV_WC_WR_FLUSH_ERR || wc.status == IBV_WC_SUCCESS,
 		       "wr %llu: %s", (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status));
 		flushed = wc.wr_id == 77 && wc.status == IBV_WC_WR_FLUSH_ERR;
 	}
 	CHECK(flushed);
 
-	CHECK_EQ(ibv_destroy_qp(a.qp), 0);
-	CHECK_EQ(ibv_destroy_qp(b.qp), 0);
-	CHECK_EQ(ibv_destroy_cq(a.cq), 0);
-	CHECK_EQ(ibv_destroy_cq(b.cq), 0);
+	end_free(&a);
+	end_free(&b);
 	CHECK_EQ(ibv_destroy_comp_channel(ch), 0);
-	CHECK_EQ(ibv_dereg_mr(a.mr), 0);
-	CHECK_EQ(ibv_dereg_mr(b.mr), 0);
-	free(a.buf);
-	free(b.buf);
 }
 
 /* UD: an AH made from the address, a datagram to the other QP, the GRH slot and an AH back. */
@@ -329,7 +225,6 @@ static void test_ud(struct ibv_context *ctx, struct ibv_pd *pd, int gid_idx)
 	uint8_t *buf = calloc(1, 4096);
 	struct ibv_mr *mr = ibv_reg_mr(pd, buf, 4096, IBV_ACCESS_LOCAL_WRITE);
 	struct ibv_qp *q[2];
-	struct ibv_qp_attr a = {0};
 	struct ibv_ah_attr ah_attr = {0};
 	struct ibv_wc wc;
 
@@ -342,17 +237,7 @@ static void test_ud(struct ibv_context *ctx, struct ibv_pd *pd, int gid_idx)
 		CHECK(q[i] != NULL);
 		if (!q[i])
 			return;
-		a.qp_state = IBV_QPS_INIT;
-		a.port_num = 1;
-		a.qkey = 0x11111111;
-		CHECK(ibv_modify_qp(q[i], &a,
-				    IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY) ==
-		      0);
-		a.qp_state = IBV_QPS_RTR;
-		CHECK_EQ(ibv_modify_qp(q[i], &a, IBV_QP_STATE), 0);
-		a.qp_state = IBV_QPS_RTS;
-		a.sq_psn = 0;
-		CHECK_EQ(ibv_modify_qp(q[i], &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
+		ud_to_rts(q[i], 0x11111111);
 	}
 	ah_attr.port_num = 1;
 	CHECK(ibv_create_ah(pd, &ah_attr) == NULL && errno == EINVAL); /* RoCE: GRH required */
@@ -382,7 +267,7 @@ static void test_ud(struct ibv_context *ctx, struct ibv_pd *pd, int gid_idx)
 	int got_send = 0, got_recv = 0;
 
 	for (int i = 0; i < 2; i++) {
-		if (poll_one(cq, &wc) != 1) {
+		if (poll_one(cq, &wc) < 0) {
 			CHECKF(0, "no UD completion");
 			break;
 		}
@@ -420,22 +305,8 @@ int main(int argc, char **argv)
 {
 	const char *devname = argc > 1 ? argv[1] : "uroce_lo";
 	const char *ip4 = argc > 2 ? argv[2] : "127.0.0.1";
-	struct ibv_device **list;
-	struct ibv_context *ctx = NULL;
-	int n;
+	struct ibv_context *ctx = open_device(devname);
 
-	list = ibv_get_device_list(&n);
-	CHECK(list != NULL);
-	if (!list)
-		return check_exit("compat_verbs");
-	for (int i = 0; i < n && !ctx; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), devname))
-			ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list); /* the context keeps its device */
-	if (!ctx) {
-		printf("SKIP: cannot open device %s: %s\n", devname, strerror(errno));
-		return 77;
-	}
 	CHECK(!strcmp(ibv_get_device_name(ctx->device), devname));
 
 	struct ibv_device_attr_ex dx;
@@ -452,8 +323,6 @@ int main(int argc, char **argv)
 	CHECK(ibv_query_pkey(ctx, 1, 0, &pkey) == 0 && pkey == htons(0xFFFF));
 
 	int gid_idx = find_gid(ctx, ip4);
-
-	CHECKF(gid_idx >= 0, "no RoCE v2 GID for %s on %s", ip4, devname);
 	struct ibv_pd *pd = ibv_alloc_pd(ctx);
 
 	CHECK(pd != NULL);
@@ -464,5 +333,5 @@ int main(int argc, char **argv)
 		CHECK_EQ(ibv_dealloc_pd(pd), 0);
 	}
 	CHECK_EQ(ibv_close_device(ctx), 0);
-	return check_exit("compat_verbs");
+	return check_exit_with("compat_verbs", verbs_kit_checks);
 }
