@@ -154,6 +154,17 @@ static enum uroce_wc_status bind(struct fx *f, struct uroce_mw *mw, uint64_t len
 	return bind_on(f, &f->q[A], mw, &f->m[A], WOFF, len, access);
 }
 
+/* A's type 2 window in slot 0, bound through A's QP over WLEN bytes of A's region with remote
+ * read and write (the bind checked); its R_Key into *key. */
+static struct uroce_mw *bound_window(struct fx *f, uint32_t *key)
+{
+	struct uroce_mw *mw = fx_mw(f, 0, f->s.pd[A], UROCE_MW_TYPE_2);
+
+	CHECK_EQ(bind(f, mw, WLEN, RW), UROCE_WC_SUCCESS);
+	*key = uroce_mw_rkey(mw);
+	return mw;
+}
+
 /* B's request of opcode op (WRITE, READ or FETCH_ADD) of len bytes at raddr under rkey, through
  * B's QP q; its completion status. B's data is at offset 0 of its region (READ: lands at 4096). */
 static enum uroce_wc_status b_op(struct fx *f, struct simqp *q, enum uroce_wr_opcode op,
@@ -364,11 +375,9 @@ static void test_remote_invalidate(void)
 
 	cur_test = __func__;
 	fx_init(&f, LW | BND);
-	struct uroce_mw *mw = fx_mw(&f, 0, f.s.pd[A], UROCE_MW_TYPE_2);
+	uint32_t key;
 
-	CHECK_EQ(bind(&f, mw, WLEN, RW), UROCE_WC_SUCCESS);
-	uint32_t key = uroce_mw_rkey(mw);
-
+	bound_window(&f, &key);
 	CHECK_EQ(sim_post_recv1(f.q[A].qp, 21, &f.m[A], 4096, 4096), 0);
 	sim_pattern(f.m[B].buf, 3000, 9);
 	struct uroce_sge sge = wr_sge(simmr_va(&f.m[B], 0), 3000, f.m[B].lkey);
@@ -586,10 +595,8 @@ static void test_qp_association(void)
 	for (int i = 0; i < 2; i++)
 		CHECK_EQ(simqp_create(&f.s, i, &f.c, 64, NULL, &q2[i]), 0);
 	CHECK_EQ(simqp_connect(&f.s, &q2[A], &q2[B], &f.c), 0);
-	struct uroce_mw *mw = fx_mw(&f, 0, f.s.pd[A], UROCE_MW_TYPE_2);
-
-	CHECK_EQ(bind(&f, mw, WLEN, RW), UROCE_WC_SUCCESS);
-	uint32_t key = uroce_mw_rkey(mw);
+	uint32_t key;
+	struct uroce_mw *mw = bound_window(&f, &key);
 
 	CHECK_EQ(b_op(&f, &f.q[B], UROCE_WR_RDMA_WRITE, win_va(&f, 0), key, 64),
 		 UROCE_WC_SUCCESS);
@@ -627,10 +634,8 @@ static void test_dealloc_bound(void)
 
 	cur_test = __func__;
 	fx_init(&f, LW | BND);
-	struct uroce_mw *mw = fx_mw(&f, 0, f.s.pd[A], UROCE_MW_TYPE_2);
-
-	CHECK_EQ(bind(&f, mw, WLEN, RW), UROCE_WC_SUCCESS);
-	uint32_t key = uroce_mw_rkey(mw);
+	uint32_t key;
+	struct uroce_mw *mw = bound_window(&f, &key);
 
 	CHECK_EQ(uroce_mr_dereg(f.m[A].mr), -EBUSY);
 	CHECK_EQ(uroce_mw_dealloc(mw), 0);
