@@ -288,6 +288,16 @@ static void test_connect_data(void)
 		pair_close(&p);
 		return;
 	}
+	/* The RTR attributes a program that owns its QP gets: the RNR NAK timer is Linux's ib_cm
+	 * value, 0 (655.36 ms), on both sides. */
+	for (int side = 0; side < 2; side++) {
+		struct ibv_qp_attr qa = {.qp_state = IBV_QPS_RTR};
+		int mask = 0;
+
+		CHECK_EQ(rdma_init_qp_attr(side ? p.srv : p.cli, &qa, &mask), 0);
+		CHECK(mask & IBV_QP_MIN_RNR_TIMER);
+		CHECK_EQ(qa.min_rnr_timer, 0);
+	}
 	/* SEND client -> server, and an RDMA WRITE into the server's wbuf. */
 	mr_s = rdma_reg_msgs(p.srv, buf_s, sizeof(buf_s));
 	mr_c = rdma_reg_msgs(p.cli, buf_c, sizeof(buf_c));

@@ -20,7 +20,9 @@
 #define CMA_CM_RESPONSE_TIMEOUT 20
 #define CMA_CM_MRA_TIMEOUT	24
 #define CMA_ACK_TIMEOUT		19 /* what Linux puts in a RoCE REQ (the captures) */
-#define CMA_MIN_RNR_TIMER	12 /* 0.64 ms */
+/* The RNR NAK timer a connected QP gets: 0 (655.36 ms), Linux ib_cm's cm_init_qp_rtr_attr value;
+ * a responder with no receive posted asks the requester to wait that long before it retries. */
+#define CMA_MIN_RNR_TIMER	0
 #define CMA_IBOE_PKT_RATE	0  /* IB_RATE_PORT_CURRENT (cma_resolve_iboe_route) */
 #define IB_SIDR_SUCCESS		0
 #define IB_SIDR_UNSUPPORTED	1
