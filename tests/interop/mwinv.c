@@ -4,8 +4,8 @@
  * SEND with Invalidate (IBTA 9.4.1.1, 10.6.7.2), over an RC connection that rdma_cm sets up.
  * No rdma-core utility sends with invalidate; this program runs unchanged on either side of an
  * interop case (Linux's kernel Soft-RoCE or uroce under `uroce run`):
- *   mwinv [-b BIND_ADDR] [-p PORT] [-S SIZE]    the window's owner (the server)
- *   mwinv -s SERVER_ADDR [-p PORT] [-S SIZE]    the writer (the client)
+ *   mwinv [-b BIND_ADDR] [-p PORT] [-S SIZE] [-K]    the window's owner (the server)
+ *   mwinv -s SERVER_ADDR [-p PORT] [-S SIZE]         the writer (the client)
  * The exchange, every step checked:
  *   1. the owner registers a buffer (IBV_ACCESS_MW_BIND), allocates a type 2 window and binds
  *      SIZE bytes of the buffer to it with an IBV_WR_BIND_MW on the connection's QP (remote
@@ -13,7 +13,11 @@
  *   2. the writer RDMA-WRITEs SIZE bytes of pattern A through the window: must succeed;
  *   3. the writer SENDs with Invalidate carrying the window's R_Key; the owner's receive must
  *      complete with IBV_WC_WITH_INV and invalidated_rkey equal to the R_Key, and by then the
- *      window holds pattern A (RC delivers the WRITE before the SEND);
+ *      window holds pattern A (RC delivers the WRITE before the SEND). -K: the owner runs on
+ *      Linux's rxe, which writes the kernel's IB_WC_WITH_INVALIDATE (1 << 2) into a user CQ's
+ *      wc_flags (rxe_resp.c do_complete), a bit libibverbs calls IBV_WC_IP_CSUM_OK; its
+ *      IBV_WC_WITH_INV (1 << 3) never comes. With -K that bit stands in for IBV_WC_WITH_INV
+ *      (invalidated_rkey is checked all the same);
  *   4. the writer RDMA-WRITEs pattern B through the invalidated window: it must complete with
  *      IBV_WC_REM_ACCESS_ERR (the responder's NAK), and the owner's buffer must still hold
  *      pattern A when the writer has disconnected.
@@ -68,6 +72,7 @@ struct opts {
 	const char *bind; /* -b: the owner's address */
 	const char *port;
 	uint32_t size;
+	bool rxe_flags; /* -K */
 };
 
 struct conn {
@@ -183,9 +188,10 @@ static int expect_event(struct rdma_event_channel *ch, enum rdma_cm_event_type w
 
 /*
  * The next completion, within the run's deadline: 0 and *wc, or -1. A CM event meanwhile is a
- * failure, except DISCONNECTED when allow_disconnect (it is recorded, and the wait goes on).
+ * failure, except DISCONNECTED while the CQ still holds a completion (the event is recorded
+ * for wait_disconnected).
  */
-static int next_wc(struct conn *c, struct ibv_wc *wc, bool allow_disconnect)
+static int next_wc(struct conn *c, struct ibv_wc *wc)
 {
 	for (;;) {
 		struct pollfd p[2] = {
@@ -227,10 +233,15 @@ static int next_wc(struct conn *c, struct ibv_wc *wc, bool allow_disconnect)
 				continue;
 			return fail_errno("rdma_get_cm_event");
 		}
-		if (ev->event == RDMA_CM_EVENT_DISCONNECTED && allow_disconnect && !c->disconnected) {
+		if (ev->event == RDMA_CM_EVENT_DISCONNECTED && !c->disconnected) {
 			c->disconnected = true;
 			rdma_ack_cm_event(ev);
-			continue;
+			/* Completions the CQ holds still count; none will come after. */
+			n = ibv_poll_cq(c->cq, 1, wc);
+			if (n == 1)
+				return 0;
+			fprintf(stderr, "mwinv: DISCONNECTED while waiting for a completion\n");
+			return -1;
 		}
 		fprintf(stderr, "mwinv: %s (status %d) while waiting for a completion\n",
 			rdma_event_str(ev->event), ev->status);
@@ -270,7 +281,7 @@ static int expect_wc(struct conn *c, enum wrid want, enum ibv_wc_status status,
 	struct ibv_wc wc;
 
 	while (!c->have[want]) {
-		if (next_wc(c, &wc, false))
+		if (next_wc(c, &wc))
 			return -1;
 		if (wc.wr_id == 0 || wc.wr_id >= WR_COUNT || c->have[wc.wr_id]) {
 			fprintf(stderr,
@@ -537,9 +548,14 @@ static int run_owner(struct conn *c, const struct opts *o)
 			wc.byte_len, MSG_BYTES);
 		goto out;
 	}
-	if (!(wc.wc_flags & IBV_WC_WITH_INV) || (wc.wc_flags & IBV_WC_WITH_IMM)) {
-		fprintf(stderr, "mwinv: the receive's wc_flags are 0x%x: no IBV_WC_WITH_INV\n",
-			wc.wc_flags);
+	/* rxe's IB_WC_WITH_INVALIDATE is libibverbs' IBV_WC_IP_CSUM_OK bit (see the top). */
+	unsigned int inv_flag = o->rxe_flags ? (unsigned int)IBV_WC_IP_CSUM_OK : IBV_WC_WITH_INV;
+	const char *inv_name = o->rxe_flags ? "rxe's IB_WC_WITH_INVALIDATE (1 << 2)" :
+					      "IBV_WC_WITH_INV";
+
+	if (!(wc.wc_flags & inv_flag) || (wc.wc_flags & IBV_WC_WITH_IMM)) {
+		fprintf(stderr, "mwinv: the receive's wc_flags are 0x%x: no %s\n", wc.wc_flags,
+			inv_name);
 		goto out;
 	}
 	if (wc.invalidated_rkey != rkey) {
@@ -547,7 +563,7 @@ static int run_owner(struct conn *c, const struct opts *o)
 			wc.invalidated_rkey, rkey);
 		goto out;
 	}
-	printf("mwinv: owner: receive with IBV_WC_WITH_INV, invalidated R_Key 0x%08x\n",
+	printf("mwinv: owner: receive with %s, invalidated R_Key 0x%08x\n", inv_name,
 	       wc.invalidated_rkey);
 	if (!holds(c, PATTERN_A)) {
 		fprintf(stderr, "mwinv: the window does not hold the peer's WRITE (0x%02x)\n",
@@ -675,9 +691,11 @@ out:
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: mwinv [-b BIND_ADDR] [-p PORT] [-S SIZE]     the window's owner\n"
-			"       mwinv -s SERVER_ADDR [-p PORT] [-S SIZE]    the writer\n"
-			"  SIZE: the window's bytes, 1..1048576 (4096)\n");
+	fprintf(stderr,
+		"usage: mwinv [-b BIND_ADDR] [-p PORT] [-S SIZE] [-K]    the window's owner\n"
+		"       mwinv -s SERVER_ADDR [-p PORT] [-S SIZE]         the writer\n"
+		"  SIZE: the window's bytes, 1..1048576 (4096)\n"
+		"  -K: the owner's wc_flags as Linux's rxe writes them (1 << 2 for an invalidate)\n");
 	return 2;
 }
 
@@ -687,7 +705,7 @@ int main(int argc, char **argv)
 	struct conn c;
 	int opt, err;
 
-	while ((opt = getopt(argc, argv, "s:b:p:S:")) != -1) {
+	while ((opt = getopt(argc, argv, "s:b:p:S:K")) != -1) {
 		char *end;
 		unsigned long v;
 
@@ -701,6 +719,9 @@ int main(int argc, char **argv)
 		case 'p':
 			o.port = optarg;
 			break;
+		case 'K':
+			o.rxe_flags = true;
+			break;
 		case 'S':
 			errno = 0;
 			v = strtoul(optarg, &end, 10);
@@ -712,7 +733,7 @@ int main(int argc, char **argv)
 			return usage();
 		}
 	}
-	if (optind != argc || (o.dst && o.bind))
+	if (optind != argc || (o.dst && (o.bind || o.rxe_flags)))
 		return usage();
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	deadline_ms = now_ms() + RUN_LIMIT_MS;
