@@ -105,8 +105,8 @@ mckey)
 	# kernel's side needs no multicast route either (rxe sends by the GID's device, and joins
 	# the IP group on eth0 itself).
 	GROUP=239.18.0.1 CM=0
-	S=(stdbuf -oL mckey -m $GROUP -b @ADDR@ -C 10)
-	C=(mckey -m $GROUP -b @ADDR@ -s -C 10)
+	S=(stdbuf -oL mckey -m "$GROUP" -b @ADDR@ -C 10)
+	C=(mckey -m "$GROUP" -b @ADDR@ -s -C 10)
 	WAIT=mckey WANT='^test complete' SWANT='^data transfers complete'
 	;;
 mwinv)
@@ -404,6 +404,9 @@ if [ "$PROG" = ib_send_bw_rnr ]; then
 	[ "$rnr" -gt 0 ] || ix_fail "no RNR NAK from $resp: the receiver kept up"
 	[ "$early" -eq 0 ] || ix_fail "uroce resent $early RNR NAK'd packets before the NAK's timer"
 fi
+count() { # FILTER: how many frames of the capture it matches
+	tshark "${topt[@]}" -r "$T/bridge.pcap" -Y "$1" -T fields -e frame.number 2>/dev/null | wc -l
+}
 if [ "$PROG" = mckey ]; then
 	# The sender's messages, as Linux and uroce must both send them: to the group's IP address
 	# and its MAC (01:00:5e and the group's low 23 bits, RFC 1112), UD SEND Only with Immediate
@@ -417,9 +420,10 @@ if [ "$PROG" = mckey ]; then
 	mac=$(printf '01:00:5e:%02x:%02x:%02x' $((g2 & 127)) "$g3" "$g4")
 	want="ip.src == $from && ip.dst == $GROUP && eth.dst == $mac && infiniband.bth.opcode == 0x65"
 	want="$want && infiniband.bth.destqp == 0xffffff && infiniband.deth.q_key == 0x01234567"
-	n=$(tshark "${topt[@]}" -r "$T/bridge.pcap" -Y "$want" -T fields -e frame.number 2>/dev/null | wc -l)
-	all=$(tshark "${topt[@]}" -r "$T/bridge.pcap" -Y "ip.dst == $GROUP" -T fields -e frame.number 2>/dev/null | wc -l)
-	echo "to $GROUP ($mac) from $from: $all packets, $n UD SEND Only with Immediate to QPN 0xFFFFFF with Q_Key 0x01234567"
+	n=$(count "$want")
+	all=$(count "ip.dst == $GROUP")
+	echo "to $GROUP ($mac) from $from: $all packets, $n UD SEND Only with Immediate to QPN" \
+		"0xFFFFFF with Q_Key 0x01234567"
 	[ "$n" -eq 10 ] && [ "$all" -eq 10 ] ||
 		ix_fail "expected the sender's 10 messages to $GROUP, each to $mac, QPN 0xFFFFFF, Q_Key 0x01234567"
 	for f in srv cli; do
@@ -433,18 +437,18 @@ if [ "$PROG" = mwinv ]; then
 	# RETH; the late one draws the owner's NAK for a remote access error (AETH syndrome 0x62).
 	# us: uroce owns the window and the kernel writes; ks: the reverse.
 	[ "$ROLE" = us ] && wr=$K_ADDR ow=$U_ADDR || wr=$U_ADDR ow=$K_ADDR
-	key=$(sed -nE 's/^mwinv: writer: SEND with Invalidate of R_Key 0x([0-9a-f]{8}) completed$/\1/p' "$T/cli.out")
-	okey=$(sed -nE 's/^mwinv: owner: receive with .*, invalidated R_Key 0x([0-9a-f]{8})$/\1/p' "$T/srv.out")
+	key=$(sed -nE 's/^mwinv: writer: SEND with Invalidate of R_Key 0x([0-9a-f]{8}) .*/\1/p' \
+		"$T/cli.out")
+	okey=$(sed -nE 's/^mwinv: owner: receive with .*, invalidated R_Key 0x([0-9a-f]{8})$/\1/p' \
+		"$T/srv.out")
 	[ -n "$key" ] && [ "$key" = "$okey" ] ||
 		ix_fail "the writer invalidated R_Key '$key', the owner reports '$okey'"
 	ieth=$(tshark "${topt[@]}" -r "$T/bridge.pcap" -Y "$src == $wr && infiniband.bth.opcode == 0x17" \
 		-T fields -E occurrence=f -e infiniband.ieth 2>/dev/null | tr -d ':' | sort -u)
 	echo "SEND Only with Invalidate from $wr, IETH R_Key: ${ieth:-none} (the programs': $key)"
 	[ "$ieth" = "$key" ] || ix_fail "the IETH R_Key in the capture is '${ieth}', not $key"
-	w=$(tshark "${topt[@]}" -r "$T/bridge.pcap" -Y "$src == $wr && infiniband.reth.r_key == 0x$key" \
-		-T fields -e frame.number 2>/dev/null | wc -l)
-	nak=$(tshark "${topt[@]}" -r "$T/bridge.pcap" -Y "$src == $ow && infiniband.aeth.syndrome == 0x62" \
-		-T fields -e frame.number 2>/dev/null | wc -l)
+	w=$(count "$src == $wr && infiniband.reth.r_key == 0x$key")
+	nak=$(count "$src == $ow && infiniband.aeth.syndrome == 0x62")
 	echo "WRITEs with RETH R_Key 0x$key: $w; remote access NAKs from $ow: $nak"
 	[ "$w" -ge 2 ] || ix_fail "expected the 2 WRITEs through the window in the capture, found $w"
 	[ "$nak" -ge 1 ] || ix_fail "no remote access NAK from the owner $ow"
