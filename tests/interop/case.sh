@@ -183,6 +183,9 @@ fi
 if [ "$PROG" = mwinv ]; then
 	MWINV=$(dirname "$UROCE")/tests/rdmacm/uroce_mwinv
 	[ -x "$MWINV" ] || ix_fail "no $MWINV (built with the tests when librdmacm-dev is installed)"
+	# The VM has no sanitizer runtimes: the program of a sanitizer build cannot run there.
+	! ldd "$MWINV" | grep -qE 'lib(a|ub|t)san' ||
+		ix_fail "$MWINV is a sanitizer build, which the VM cannot run: use the release build's"
 	# The same binary in the VM (both Debian 12, libibverbs.so.1 and librdmacm.so.1).
 	ix_vm -t 60 -i "$IX_VM" 'cat >/tmp/mwinv && chmod +x /tmp/mwinv' <"$MWINV" ||
 		ix_fail "VM: cannot copy $MWINV in"
