@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * mwinv: a type 2 memory window written through by the peer, then invalidated by the peer's
- * SEND with Invalidate (IBTA 9.4.1.1, 10.6.7.2), over an RC connection that rdma_cm sets up.
+ * SEND with Invalidate, over an RC connection that rdma_cm sets up.
  * No rdma-core utility sends with invalidate; this program runs unchanged on either side of an
  * interop case (Linux's kernel Soft-RoCE or uroce under `uroce run`):
  *   mwinv [-b BIND_ADDR] [-p PORT] [-S SIZE] [-K]    the window's owner (the server)
@@ -21,9 +21,10 @@
  *   4. the writer RDMA-WRITEs pattern B through the invalidated window: it must complete with
  *      IBV_WC_REM_ACCESS_ERR (the responder's NAK), and the owner's buffer must still hold
  *      pattern A when the writer has disconnected.
- * Each side prints the R_Key it bound or sent with Invalidate as "R_Key 0x%08x" lines, which the
- * interop case compares with the IETH in its capture. Only expected outcomes print no word of
- * failure: the interop case takes "error" or "fail" in the output as one.
+ * Both sides print the window's R_Key ("R_Key 0x%08x"): the owner as bound and as invalidated,
+ * the writer as sent with Invalidate; the interop case compares them with the IETH in its
+ * capture. Lines about expected outcomes avoid the words "error" and "fail", which the interop
+ * case takes as a failure.
  *
  * An ordinary rdma-core program (linked against the system's libibverbs and librdmacm). Every
  * wait is a poll() on the CM and completion channels, bounded by one deadline for the whole run
@@ -50,11 +51,11 @@
 #define MSG_BYTES	   16 /* the window's description: address, R_Key, length */
 /* The registered buffer: the receive slot, the send slot, then the window's SIZE bytes (the
  * writer's source of its WRITEs). */
-#define RECV_SLOT	   0
-#define SEND_SLOT	   MSG_BYTES
-#define WIN_AREA	   (2 * MSG_BYTES)
-#define PATTERN_A	   0xA5
-#define PATTERN_B	   0x3C
+#define RECV_SLOT 0
+#define SEND_SLOT MSG_BYTES
+#define WIN_AREA  (2 * MSG_BYTES)
+#define PATTERN_A 0xA5
+#define PATTERN_B 0x3C
 
 /* Work request ids: which step a completion belongs to. */
 enum wrid {
@@ -425,8 +426,8 @@ static int post_write(struct conn *c, enum wrid id, uint8_t fill, uint64_t addr,
 {
 	struct ibv_sge sge = {
 		.addr = (uintptr_t)(c->buf + WIN_AREA), .length = c->size, .lkey = c->mr->lkey};
-	struct ibv_send_wr wr = {.wr_id = id, .sg_list = &sge, .num_sge = 1,
-				 .opcode = IBV_WR_RDMA_WRITE};
+	struct ibv_send_wr wr = {
+		.wr_id = id, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE};
 
 	memset(c->buf + WIN_AREA, fill, c->size);
 	wr.wr.rdma.remote_addr = addr;
@@ -550,8 +551,8 @@ static int run_owner(struct conn *c, const struct opts *o)
 	}
 	/* rxe's IB_WC_WITH_INVALIDATE is libibverbs' IBV_WC_IP_CSUM_OK bit (see the top). */
 	unsigned int inv_flag = o->rxe_flags ? (unsigned int)IBV_WC_IP_CSUM_OK : IBV_WC_WITH_INV;
-	const char *inv_name = o->rxe_flags ? "rxe's IB_WC_WITH_INVALIDATE (1 << 2)" :
-					      "IBV_WC_WITH_INV";
+	const char *inv_name =
+		o->rxe_flags ? "rxe's IB_WC_WITH_INVALIDATE (1 << 2)" : "IBV_WC_WITH_INV";
 
 	if (!(wc.wc_flags & inv_flag) || (wc.wc_flags & IBV_WC_WITH_IMM)) {
 		fprintf(stderr, "mwinv: the receive's wc_flags are 0x%x: no %s\n", wc.wc_flags,
@@ -576,7 +577,8 @@ static int run_owner(struct conn *c, const struct opts *o)
 	if (wait_disconnected(c))
 		goto out;
 	if (!holds(c, PATTERN_A)) {
-		fprintf(stderr, "mwinv: a WRITE through the invalidated window changed the buffer\n");
+		fprintf(stderr,
+			"mwinv: a WRITE through the invalidated window changed the buffer\n");
 		goto out;
 	}
 	printf("mwinv: owner: the buffer is unchanged after the peer's late WRITE\n");
@@ -660,8 +662,10 @@ static int run_writer(struct conn *c, const struct opts *o)
 
 	struct ibv_sge sge = {
 		.addr = (uintptr_t)(c->buf + SEND_SLOT), .length = MSG_BYTES, .lkey = c->mr->lkey};
-	struct ibv_send_wr inv = {
-		.wr_id = WR_SEND_INV, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND_WITH_INV};
+	struct ibv_send_wr inv = {.wr_id = WR_SEND_INV,
+				  .sg_list = &sge,
+				  .num_sge = 1,
+				  .opcode = IBV_WR_SEND_WITH_INV};
 
 	inv.invalidate_rkey = rkey;
 	if (post(c, &inv, "ibv_post_send(SEND_WITH_INV)") ||
@@ -695,7 +699,8 @@ static int usage(void)
 		"usage: mwinv [-b BIND_ADDR] [-p PORT] [-S SIZE] [-K]    the window's owner\n"
 		"       mwinv -s SERVER_ADDR [-p PORT] [-S SIZE]         the writer\n"
 		"  SIZE: the window's bytes, 1..1048576 (4096)\n"
-		"  -K: the owner's wc_flags as Linux's rxe writes them (1 << 2 for an invalidate)\n");
+		"  -K: the owner's wc_flags as Linux's rxe writes them (1 << 2 for an "
+		"invalidate)\n");
 	return 2;
 }
 
