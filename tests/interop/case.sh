@@ -8,6 +8,11 @@
 #   PROGRAM  rping, rping64k (-S 65535), ucmatose, udaddy, rdmaserver (rdma_server/rdma_client),
 #            ownqp (uroce's side runs tests/interop/ownqp.c, which owns its QP: ibv_create_qp,
 #            conn_param.qp_num, rdma_init_qp_attr; the kernel's side runs ucmatose),
+#            mckey (UD multicast through rdma_cm: the receiver is the server, the sender the
+#            client; group 239.18.0.1; v4 only: Linux refuses an IPv6 group on RoCE v2),
+#            mwinv (tests/interop/mwinv.c on both sides: the server owns a type 2 memory window,
+#            the client WRITEs through it, invalidates it with SEND with Invalidate, and its next
+#            WRITE must be NAKed),
 #            rc, uc, ud, srq (ibv_*_pingpong), ib_{write,read,send,atomic}_bw and
 #            ib_{send,write,read}_lat, each of those also with -R (rdma_cm): ib_write_bw_R, ...;
 #            ib_send_bw_rnr: ib_send_bw with one receive posted at a time (-r 1), so the
@@ -19,7 +24,9 @@
 #            responder answers the duplicates (us); the capture must show the retransmissions
 # The bridge is captured during the run. Both programs must exit 0 with their output; every packet
 # must pass the harness's independent ICRC check and decode in tshark with no malformed frame or
-# expert warning, and every CM MAD must follow Linux's rules (cm_fields.py).
+# expert warning, and every CM MAD must follow Linux's rules (cm_fields.py). mckey's and mwinv's
+# captures are checked further (below: the group's addresses, QPN and Q_Key; the IETH's R_Key and
+# the NAK).
 # UROCE_IX_KEEP=DIR keeps the capture as DIR/CASE.pcap; IX_ATTEMPTS="1 2" limits the reruns of
 # perftest -R's race (below). Exits 0, 1 (fail) or 77 (skip: not root).
 set -u -o pipefail
@@ -67,9 +74,11 @@ if [ "$ROLE" = us ]; then SADDR=$U_ADDR; else SADDR=$K_ADDR; fi
 # perftest's and the pingpongs' own TCP exchange runs over IPv4; the GID picks the RoCE network.
 if [ "$ROLE" = us ]; then SADDR4=$IX_HOST4; else SADDR4=$IX_VM4; fi
 
-# Each program as server (S) and client (C); @DEV@ and @GID@ are each side's own. WAIT: what
-# the server's readiness looks like (cm: an rdma_cm listen; tcp: its exchange port). PORT: both.
-PORT=7174 CM=1 WANT= PS=0x0106 # rdma_cm's port space: TCP (UDP 0x0111 for udaddy)
+# Each program as server (S) and client (C); @DEV@, @GID@ and @ADDR@ are each side's own. WAIT:
+# what the server's readiness looks like (cm: an rdma_cm listen; tcp: its exchange port; mckey:
+# its "receiving" line, printed once it has joined). PORT: both. WANT and SWANT: a line the
+# client's and the server's output must hold.
+PORT=7174 CM=1 WANT= SWANT= PS=0x0106 # rdma_cm's port space: TCP (UDP 0x0111 for udaddy)
 case $PROG in
 rping | rping64k)
 	sz=()
@@ -87,6 +96,23 @@ udaddy)
 	S=(udaddy -b "$SADDR" -c 2 -C 10)
 	C=(udaddy -s "$SADDR" -c 2 -C 10)
 	WAIT=cm WANT='^test complete' PS=0x0111
+	;;
+mckey)
+	# Linux's cma refuses an IPv6 group on a RoCE v2 port: rdma_join_multicast fails with
+	# errno 524 (the kernel's ENOTSUPP; mckey: "failure joining: Unknown error 524").
+	[ "$NET" = v4 ] || ix_fail "mckey: Linux joins no IPv6 group on RoCE v2 (errno 524, ENOTSUPP)"
+	# No rdma_cm connection: the join makes the MGID from the group and needs no SA; the
+	# kernel's side needs no multicast route either (rxe sends by the GID's device, and joins
+	# the IP group on eth0 itself).
+	GROUP=239.18.0.1 CM=0
+	S=(stdbuf -oL mckey -m "$GROUP" -b @ADDR@ -C 10)
+	C=(mckey -m "$GROUP" -b @ADDR@ -s -C 10)
+	WAIT=mckey WANT='^test complete' SWANT='^data transfers complete'
+	;;
+mwinv)
+	# Filled in below: the binary is ours (and copied into the VM).
+	S=() C=()
+	WAIT=cm WANT='^test complete' SWANT='^test complete'
 	;;
 ownqp)
 	# Filled in below: each side runs a different program.
@@ -134,24 +160,38 @@ ib_*_bw | ib_*_lat | ib_*_bw_R | ib_*_lat_R | ib_send_bw_rnr)
 	;;
 *) ix_fail "unknown program '$PROG'" ;;
 esac
-side() { # DEV GID WORDS...: the words with @DEV@ and @GID@ filled in
-	local d=$1 g=$2
-	shift 2
+side() { # DEV GID ADDR WORDS...: the words with @DEV@, @GID@ and @ADDR@ filled in
+	local d=$1 g=$2 a=$3
+	shift 3
 	local w
 	for w in "$@"; do
 		w=${w//@DEV@/$d}
+		w=${w//@ADDR@/$a}
 		printf '%s\n' "${w//@GID@/$g}"
 	done
 }
-mapfile -t KS < <(side rxe0 "$KG" "${S[@]}")
-mapfile -t KC < <(side rxe0 "$KG" "${C[@]}")
-mapfile -t US < <(side uroce_eth0 "$UG" "${S[@]}")
-mapfile -t UC < <(side uroce_eth0 "$UG" "${C[@]}")
+mapfile -t KS < <(side rxe0 "$KG" "$K_ADDR" "${S[@]}")
+mapfile -t KC < <(side rxe0 "$KG" "$K_ADDR" "${C[@]}")
+mapfile -t US < <(side uroce_eth0 "$UG" "$U_ADDR" "${S[@]}")
+mapfile -t UC < <(side uroce_eth0 "$UG" "$U_ADDR" "${C[@]}")
 if [ "$PROG" = ownqp ]; then
 	OWNQP=$(dirname "$UROCE")/tests/rdmacm/uroce_ownqp
 	[ -x "$OWNQP" ] || ix_fail "no $OWNQP (built with the tests when librdmacm-dev is installed)"
 	US=("$OWNQP" -b "$U_ADDR" -p $PORT) UC=("$OWNQP" -s "$K_ADDR" -p $PORT)
 	KS=(ucmatose -b "$K_ADDR" -c 1 -p $PORT) KC=(ucmatose -s "$U_ADDR" -c 1 -p $PORT)
+fi
+if [ "$PROG" = mwinv ]; then
+	MWINV=$(dirname "$UROCE")/tests/rdmacm/uroce_mwinv
+	[ -x "$MWINV" ] || ix_fail "no $MWINV (built with the tests when librdmacm-dev is installed)"
+	# The VM has no sanitizer runtimes: the program of a sanitizer build cannot run there.
+	! ldd "$MWINV" | grep -qE 'lib(a|ub|t)san' ||
+		ix_fail "$MWINV is a sanitizer build, which the VM cannot run: use the release build's"
+	# The same binary in the VM (both Debian 12, libibverbs.so.1 and librdmacm.so.1).
+	ix_vm -t 60 -i "$IX_VM" 'cat >/tmp/mwinv && chmod +x /tmp/mwinv' <"$MWINV" ||
+		ix_fail "VM: cannot copy $MWINV in"
+	US=("$MWINV" -b "$U_ADDR" -p $PORT) UC=("$MWINV" -s "$K_ADDR" -p $PORT)
+	# -K: the owner on rxe reads an invalidate's wc_flags as rxe writes them (mwinv.c).
+	KS=(/tmp/mwinv -K -b "$K_ADDR" -p $PORT) KC=(/tmp/mwinv -s "$U_ADDR" -p $PORT)
 fi
 
 # uroce's side: a run-time directory of its own; a short CM timer (a lost MAD costs 0.5 s, not
@@ -167,17 +207,21 @@ q() { printf '%q ' "$@"; }
 
 # The programs of this suite in the VM: nothing of a previous case or attempt may still run there
 # when one starts (run_once).
-PROGS='^(rping|ucmatose|udaddy|rdma_server|rdma_client|ibv_[a-z]+_pingpong|ib_[a-z]+_(bw|lat))( |$)'
+PROGS='^(rping|ucmatose|udaddy|rdma_server|rdma_client|mckey|/tmp/mwinv|ibv_[a-z]+_pingpong|ib_[a-z]+_(bw|lat))( |$)'
 
 kernel_listens() {
-	if [ "$WAIT" = cm ]; then
+	if [ "$WAIT" = mckey ]; then
+		ix_vm -t 20 "$IX_VM" 'grep -q "^receiving data transfers" /tmp/ix.srv'
+	elif [ "$WAIT" = cm ]; then
 		ix_vm -t 20 "$IX_VM" 'rdma res show cm_id | grep -q "state LISTEN"'
 	else
 		ix_vm -t 20 "$IX_VM" "ss -Hltn 'sport = :$PORT' | grep -q ."
 	fi
 }
 uroce_listens() {
-	if [ "$WAIT" = cm ]; then
+	if [ "$WAIT" = mckey ]; then
+		grep -q '^receiving data transfers' "$T/srv.out"
+	elif [ "$WAIT" = cm ]; then
 		# Its claim of the rdma_cm service ID is in a membership file of the device's group.
 		grep -rqsw -- "$(printf '0x%x' $(((PS << 16) | PORT)))" "$RUNDIR/share"
 	else
@@ -285,6 +329,9 @@ echo "--- ${secs} s"
 if [ -n "$WANT" ]; then
 	grep -qE "$WANT" "$T/cli.out" || ix_fail "the client's output has no line matching '$WANT'"
 fi
+if [ -n "$SWANT" ]; then
+	grep -qE "$SWANT" "$T/srv.out" || ix_fail "the server's output has no line matching '$SWANT'"
+fi
 ! grep -qiE 'error|fail' "$T/srv.out" "$T/cli.out" || ix_fail "a side reported an error"
 
 # The capture: every packet's ICRC (the harness's checker, independent of uroce's code), tshark's
@@ -359,5 +406,54 @@ if [ "$PROG" = ib_send_bw_rnr ]; then
 	echo "RNR NAKs from $resp: $rnr; resent before the timer: $early"
 	[ "$rnr" -gt 0 ] || ix_fail "no RNR NAK from $resp: the receiver kept up"
 	[ "$early" -eq 0 ] || ix_fail "uroce resent $early RNR NAK'd packets before the NAK's timer"
+fi
+count() { # FILTER: how many frames of the capture it matches
+	tshark "${topt[@]}" -r "$T/bridge.pcap" -Y "$1" -T fields -e frame.number 2>/dev/null | wc -l
+}
+if [ "$PROG" = mckey ]; then
+	# The sender's messages, as Linux and uroce must both send them: to the group's IP address
+	# and its MAC (01:00:5e and the group's low 23 bits, RFC 1112), UD SEND Only with Immediate
+	# (opcode 0x65: mckey sends IBV_WR_SEND_WITH_IMM) to QPN 0xFFFFFF (IBTA 10.5.1: the multicast
+	# DQPN) with the rdma_cm UDP port space's Q_Key 0x01234567 (RDMA_UDP_QKEY), every one of the
+	# 10. On RoCE v2 over IPv4 the DGID,
+	# ::ffff:GROUP, travels as the IPv4 destination (there is no GRH on the wire, and the ICRC
+	# covers it); each side's mckey printed the DGID its rdma_cm made of the group.
+	[ "$ROLE" = us ] && from=$K_ADDR || from=$U_ADDR
+	IFS=. read -r _ g2 g3 g4 <<<"$GROUP"
+	mac=$(printf '01:00:5e:%02x:%02x:%02x' $((g2 & 127)) "$g3" "$g4")
+	want="ip.src == $from && ip.dst == $GROUP && eth.dst == $mac && infiniband.bth.opcode == 0x65"
+	want="$want && infiniband.bth.destqp == 0xffffff && infiniband.deth.q_key == 0x01234567"
+	n=$(count "$want")
+	all=$(count "ip.dst == $GROUP")
+	echo "to $GROUP ($mac) from $from: $all packets, $n UD SEND Only with Immediate to QPN" \
+		"0xFFFFFF with Q_Key 0x01234567"
+	[ "$n" -eq 10 ] && [ "$all" -eq 10 ] ||
+		ix_fail "expected the sender's 10 messages to $GROUP, each to $mac, QPN 0xFFFFFF, Q_Key 0x01234567"
+	for f in srv cli; do
+		grep -q "^mckey: joined dgid: ::ffff:$GROUP " "$T/$f.out" ||
+			ix_fail "the $f's mckey did not join with DGID ::ffff:$GROUP"
+	done
+fi
+if [ "$PROG" = mwinv ]; then
+	# The writer's SEND Only with Invalidate (opcode 0x17) carries, in its IETH, the R_Key that
+	# the owner bound and reports invalidated; both WRITEs through the window carry it in their
+	# RETH; the late one draws the owner's NAK for a remote access error (AETH syndrome 0x62).
+	# us: uroce owns the window and the kernel writes; ks: the reverse.
+	[ "$ROLE" = us ] && wr=$K_ADDR ow=$U_ADDR || wr=$U_ADDR ow=$K_ADDR
+	key=$(sed -nE 's/^mwinv: writer: SEND with Invalidate of R_Key 0x([0-9a-f]{8}) .*/\1/p' \
+		"$T/cli.out")
+	okey=$(sed -nE 's/^mwinv: owner: receive with .*, invalidated R_Key 0x([0-9a-f]{8})$/\1/p' \
+		"$T/srv.out")
+	[ -n "$key" ] && [ "$key" = "$okey" ] ||
+		ix_fail "the writer invalidated R_Key '$key', the owner reports '$okey'"
+	ieth=$(tshark "${topt[@]}" -r "$T/bridge.pcap" -Y "$src == $wr && infiniband.bth.opcode == 0x17" \
+		-T fields -E occurrence=f -e infiniband.ieth 2>/dev/null | tr -d ':' | sort -u)
+	echo "SEND Only with Invalidate from $wr, IETH R_Key: ${ieth:-none} (the programs': $key)"
+	[ "$ieth" = "$key" ] || ix_fail "the IETH R_Key in the capture is '${ieth}', not $key"
+	w=$(count "$src == $wr && infiniband.reth.r_key == 0x$key")
+	nak=$(count "$src == $ow && infiniband.aeth.syndrome == 0x62")
+	echo "WRITEs with RETH R_Key 0x$key: $w; remote access NAKs from $ow: $nak"
+	[ "$w" -ge 2 ] || ix_fail "expected the 2 WRITEs through the window in the capture, found $w"
+	[ "$nak" -ge 1 ] || ix_fail "no remote access NAK from the owner $ow"
 fi
 echo PASS

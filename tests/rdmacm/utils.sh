@@ -3,12 +3,15 @@
 #
 # Unmodified rdmacm-utils (Debian's rping, ucmatose, udaddy, rdma_server/rdma_client) over uroce's
 # librdmacm.so.1 and libibverbs.so.1, each side under `uroce run --pcap`:
-#   utils.sh UROCE SCAPY_ICRC CASE [OWNQP]
+#   utils.sh UROCE SCAPY_ICRC CASE [OURS]
 # CASE is PROGRAM-ENCAP[-VARIANT]:
 #   PROGRAM rping, rping64k (-S 65536), ucmatose (-c 10), udaddy, rdmaserver;
-#           ownqpclient, ownqpserver: OWNQP (tests/interop/ownqp.c, whose application owns its
-#           QP: ibv_create_qp, conn_param.qp_num, rdma_init_qp_attr, rdma_establish) as the
-#           client against `ucmatose -c 1`, or as the server against `ucmatose -s ADDR -c 1`;
+#           mwinv: OURS is tests/interop/mwinv.c's program on both sides (the server owns a type
+#           2 memory window, the client writes through it and invalidates it with SEND with
+#           Invalidate; the client's capture must hold the IETH with the window's R_Key);
+#           ownqpclient, ownqpserver: OURS is tests/interop/ownqp.c's program (whose application
+#           owns its QP: ibv_create_qp, conn_param.qp_num, rdma_init_qp_attr, rdma_establish) as
+#           the client against `ucmatose -c 1`, or as the server against `ucmatose -s ADDR -c 1`;
 #   ENCAP   v2v4, v2v6 (two namespaces joined by veth), v1 (RoCE v1-only devices, two
 #           namespaces), lo (server and client in one namespace on one device: two processes
 #           share it, CM MADs steered between them).
@@ -17,7 +20,7 @@
 # (skip: not root, no netns, rdmacm-utils missing).
 set -u -o pipefail
 
-UROCE=$1 SCAPY_ICRC=$2 CASE=$3 OWNQP=${4:-}
+UROCE=$1 SCAPY_ICRC=$2 CASE=$3 OURS=${4:-}
 # shellcheck source=../run/lib.sh
 . "$(dirname "$0")/../run/lib.sh"
 
@@ -90,15 +93,21 @@ ucmatose)
 	ps=0x0106 want_lines=0
 	;;
 ownqpclient | ownqpserver)
-	[ -x "$OWNQP" ] || fail "no ownqp program given (argument 4)"
+	[ -x "$OURS" ] || fail "no ownqp program given (argument 4)"
 	# ucmatose's defaults on both sides: 10 messages of 100 bytes each way.
 	if [ "$PROG" = ownqpclient ]; then
 		srv=(ucmatose -c 1 -p $PORT -C 10 -S 100)
-		cli=("$OWNQP" -s "$ADDR" -p $PORT -C 10 -S 100)
+		cli=("$OURS" -s "$ADDR" -p $PORT -C 10 -S 100)
 	else
-		srv=("$OWNQP" -b "$ADDR" -p $PORT -C 10 -S 100)
+		srv=("$OURS" -b "$ADDR" -p $PORT -C 10 -S 100)
 		cli=(ucmatose -s "$ADDR" -c 1 -p $PORT -C 10 -S 100)
 	fi
+	ps=0x0106 want_lines=0
+	;;
+mwinv)
+	[ -x "$OURS" ] || fail "no mwinv program given (argument 4)"
+	srv=("$OURS" -b "$ADDR" -p $PORT)
+	cli=("$OURS" -s "$ADDR" -p $PORT)
 	ps=0x0106 want_lines=0
 	;;
 udaddy)
@@ -173,6 +182,20 @@ case $PROG in ownqp*)
 	done
 	grep -q "(the application's) connected" "$T/srv.out" "$T/cli.out" ||
 		fail "ownqp did not report its connection"
+	;;
+mwinv)
+	for side in srv cli; do
+		grep -qx 'test complete' "$T/$side.out" || fail "$side: no 'test complete'"
+	done
+	key=$(sed -nE 's/^mwinv: writer: SEND with Invalidate of R_Key 0x([0-9a-f]{8}) .*/\1/p' \
+		"$T/cli.out")
+	grep -q "^mwinv: owner: receive with IBV_WC_WITH_INV, invalidated R_Key 0x$key\$" "$T/srv.out" ||
+		fail "the owner did not report R_Key 0x$key invalidated"
+	# Opcode 0x17: RC SEND Only with Invalidate; infiniband.ieth is its R_Key, as bytes.
+	ieth=$(tshark -n -r "$T/cli.pcap" -Y 'infiniband.bth.opcode == 0x17' -T fields \
+		-E occurrence=f -e infiniband.ieth 2>/dev/null | tr -d ':' | sort -u)
+	echo "SEND Only with Invalidate, IETH R_Key: ${ieth:-none} (sent: $key)"
+	[ -n "$key" ] && [ "$ieth" = "$key" ] || fail "the capture's IETH R_Key is '$ieth', not '$key'"
 	;;
 esac
 
