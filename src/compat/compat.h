@@ -142,7 +142,7 @@ struct compat_srq {
 };
 
 /* A QP. qpx.qp_base is qp: ibv_qp_to_qp_ex() hands out qpx for QPs made with
- * IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, which have their ibv_wr_* batch in wrs (qpex.c). */
+ * IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, which have their ibv_wr_* batch in wrs (wr_batch.h; qpex.c). */
 struct compat_qp {
 	union {
 		struct ibv_qp qp;
@@ -181,8 +181,6 @@ void uroce_compat_wait_acked(pthread_mutex_t *m, pthread_cond_t *c, const uint32
 
 /* qpex.c: ibv_create_qp_ex (verbs_context.create_qp_ex) and the ibv_wr_* post-send API. */
 struct ibv_qp *uroce_compat_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *a);
-/* Free what uroce_compat_create_qp_ex added to a QP (its engine QP is destroyed). */
-void uroce_compat_qpex_free(struct compat_qp *qp);
 
 /* post.c: the data-path ops */
 int uroce_compat_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);

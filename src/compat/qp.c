@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "compat/compat.h"
+#include "compat/wr_batch.h"
 #include "compat/ibverbs_for_rdmacm.h"
 
 _Static_assert(IBV_QPT_RC == (int)UROCE_QPT_RC && IBV_QPT_UC == (int)UROCE_QPT_UC &&
@@ -264,7 +265,7 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 				&qp->async_reported);
 	pthread_cond_destroy(&ibqp->cond);
 	pthread_mutex_destroy(&ibqp->mutex);
-	uroce_compat_qpex_free(qp);
+	uroce_compat_wr_batch_free(qp->wrs);
 	free(qp);
 	return 0;
 }

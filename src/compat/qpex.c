@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "compat/compat.h"
+#include "compat/wr_batch.h"
 
 /* rdma-core v44's layout: the header inlines (ibv_wr_send, ...) call through these slots. */
 _Static_assert(sizeof(struct ibv_qp_ex) == 352, "v44 ibv_qp_ex size");
@@ -63,20 +64,6 @@ _Static_assert(IBV_ACCESS_LOCAL_WRITE == (int)UROCE_ACCESS_LOCAL_WRITE &&
 #define OPS_RC                                                                               \
 	(OPS_UC | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |                \
 	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV)
-
-struct compat_wr_batch {
-	pthread_mutex_t lock; /* held from wr_start to wr_complete or wr_abort */
-	uint64_t ops;	      /* send_ops_flags the QP was created with */
-	enum ibv_qp_type type;
-	uint32_t max_wr;     /* requests per batch: the send queue's depth */
-	uint32_t max_sge;    /* SGEs per request */
-	uint32_t max_inline; /* inline bytes per request */
-	uint32_t n;	     /* requests built since wr_start */
-	int err;	     /* the batch's first error (positive errno), 0 for none */
-	struct uroce_send_wr *wr; /* [max_wr] */
-	struct uroce_sge *sge;	  /* [max_wr * max_sge] */
-	uint8_t *inl;		  /* [max_wr * max_inline] */
-};
 
 static struct compat_wr_batch *batch_of(struct ibv_qp_ex *q)
 {
@@ -416,23 +403,11 @@ static int check_init_attr(struct ibv_context *c, const struct ibv_qp_init_attr_
 	return a->send_ops_flags & ~ops ? -EOPNOTSUPP : 0;
 }
 
+/* Give qp its batch and its ibv_qp_ex ops. 0 or -ENOMEM. */
 static int batch_new(struct compat_qp *qp, uint64_t ops, const struct ibv_qp_cap *cap)
 {
-	struct compat_wr_batch *b = calloc(1, sizeof(*b));
-
-	if (!b)
-		return -ENOMEM;
-	b->ops = ops;
-	b->type = qp->qp.qp_type;
-	b->max_wr = cap->max_send_wr;
-	b->max_sge = cap->max_send_sge ? cap->max_send_sge : 1;
-	b->max_inline = cap->max_inline_data;
-	b->wr = calloc(b->max_wr, sizeof(*b->wr));
-	b->sge = calloc((size_t)b->max_wr * b->max_sge, sizeof(*b->sge));
-	b->inl = b->max_inline ? calloc(b->max_wr, b->max_inline) : NULL;
-	pthread_mutex_init(&b->lock, NULL);
-	qp->wrs = b;
-	if (!b->wr || !b->sge || (b->max_inline && !b->inl))
+	qp->wrs = uroce_compat_wr_batch_new(qp->qp.qp_type, ops, cap);
+	if (!qp->wrs)
 		return -ENOMEM;
 
 	struct ibv_qp_ex *q = &qp->qpx;
@@ -462,20 +437,6 @@ static int batch_new(struct compat_qp *qp, uint64_t ops, const struct ibv_qp_cap
 	q->wr_abort = wr_abort;
 	q->wr_atomic_write = wr_atomic_write;
 	return 0;
-}
-
-void uroce_compat_qpex_free(struct compat_qp *qp)
-{
-	struct compat_wr_batch *b = qp->wrs;
-
-	if (!b)
-		return;
-	pthread_mutex_destroy(&b->lock);
-	free(b->wr);
-	free(b->sge);
-	free(b->inl);
-	free(b);
-	qp->wrs = NULL;
 }
 
 /*
@@ -512,7 +473,7 @@ struct ibv_qp *uroce_compat_create_qp_ex(struct ibv_context *c, struct ibv_qp_in
 
 	err = batch_new(qp, a->send_ops_flags, &init.cap);
 	if (err) {
-		ibv_destroy_qp(ibqp); /* frees the batch too */
+		ibv_destroy_qp(ibqp);
 		errno = -err;
 		return NULL;
 	}
