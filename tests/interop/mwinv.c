@@ -46,6 +46,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#define CM_PROG		   "mwinv"
 #define RUN_LIMIT_MS	   60000
 #define RESOLVE_TIMEOUT_MS 2000
 #define MSG_BYTES	   16 /* the window's description: address, R_Key, length */
@@ -94,35 +95,7 @@ struct conn {
 	bool have[WR_COUNT];
 };
 
-static uint64_t deadline_ms;
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static int left_ms(void)
-{
-	uint64_t now = now_ms();
-
-	return now >= deadline_ms ? 0 : (int)(deadline_ms - now);
-}
-
-static int fail_errno(const char *call)
-{
-	fprintf(stderr, "mwinv: %s failed: %s\n", call, strerror(errno));
-	return -1;
-}
-
-/* A call that returns an errno value itself (ibv_post_*). */
-static int fail_code(const char *call, int code)
-{
-	fprintf(stderr, "mwinv: %s failed: %s\n", call, strerror(code));
-	return -1;
-}
+#include "cm_prog.h"
 
 static void put_be(uint8_t *p, uint64_t v, int bytes)
 {
@@ -140,52 +113,6 @@ static uint64_t get_be(const uint8_t *p, int bytes)
 }
 
 /* ---- events and completions --------------------------------------------------------------- */
-
-/*
- * The next CM event within the run's deadline: 0 and *ev (to be acknowledged), or -1. The
- * channel's fd is non-blocking.
- */
-static int next_event(struct rdma_event_channel *ch, struct rdma_cm_event **ev)
-{
-	for (;;) {
-		struct pollfd p = {.fd = ch->fd, .events = POLLIN};
-		int n;
-
-		if (rdma_get_cm_event(ch, ev) == 0)
-			return 0;
-		if (errno != EAGAIN && errno != EINTR)
-			return fail_errno("rdma_get_cm_event");
-		n = poll(&p, 1, left_ms());
-		if (n < 0 && errno != EINTR)
-			return fail_errno("poll on the CM channel");
-		if (n == 0) {
-			fprintf(stderr, "mwinv: no CM event within the run's %d s\n",
-				RUN_LIMIT_MS / 1000);
-			return -1;
-		}
-	}
-}
-
-/* The next event must be `want`; acknowledged unless out (then *out holds it). */
-static int expect_event(struct rdma_event_channel *ch, enum rdma_cm_event_type want,
-			struct rdma_cm_event **out)
-{
-	struct rdma_cm_event *ev;
-
-	if (next_event(ch, &ev))
-		return -1;
-	if (ev->event != want) {
-		fprintf(stderr, "mwinv: waiting for %s, got %s (status %d)\n", rdma_event_str(want),
-			rdma_event_str(ev->event), ev->status);
-		rdma_ack_cm_event(ev);
-		return -1;
-	}
-	if (out)
-		*out = ev;
-	else
-		rdma_ack_cm_event(ev);
-	return 0;
-}
 
 /*
  * The next completion, within the run's deadline: 0 and *wc, or -1. A CM event meanwhile is a
@@ -347,10 +274,8 @@ static int conn_setup(struct conn *c)
 	c->cch = ibv_create_comp_channel(verbs);
 	if (!c->cch)
 		return fail_errno("ibv_create_comp_channel");
-	int fl = fcntl(c->cch->fd, F_GETFL);
-
-	if (fl < 0 || fcntl(c->cch->fd, F_SETFL, fl | O_NONBLOCK) < 0)
-		return fail_errno("fcntl on the completion channel");
+	if (set_nonblock(c->cch->fd, "fcntl on the completion channel"))
+		return -1;
 	c->cq = ibv_create_cq(verbs, 8, c, c->cch, 0);
 	if (!c->cq)
 		return fail_errno("ibv_create_cq");
@@ -445,25 +370,6 @@ static bool holds(const struct conn *c, uint8_t fill)
 }
 
 /* ---- the two roles ------------------------------------------------------------------------ */
-
-static int resolve(const char *host, const char *port, bool passive, struct addrinfo **res)
-{
-	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
-	int err;
-
-	if (passive) {
-		hints.ai_flags |= AI_PASSIVE;
-		if (!host)
-			hints.ai_family = AF_INET;
-	}
-	err = getaddrinfo(host, port, &hints, res);
-	if (err) {
-		fprintf(stderr, "mwinv: getaddrinfo(%s, %s) failed: %s\n", host ? host : "any",
-			port, gai_strerror(err));
-		return -1;
-	}
-	return 0;
-}
 
 /* The owner: bind, describe, then the peer's WRITE and SEND with Invalidate. */
 static int run_owner(struct conn *c, const struct opts *o)
@@ -749,10 +655,7 @@ int main(int argc, char **argv)
 		fail_errno("rdma_create_event_channel");
 		return 1;
 	}
-	int fl = fcntl(c.ch->fd, F_GETFL);
-
-	if (fl < 0 || fcntl(c.ch->fd, F_SETFL, fl | O_NONBLOCK) < 0) {
-		fail_errno("fcntl on the CM channel");
+	if (set_nonblock(c.ch->fd, "fcntl on the CM channel")) {
 		rdma_destroy_event_channel(c.ch);
 		return 1;
 	}

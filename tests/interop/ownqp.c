@@ -40,6 +40,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#define CM_PROG		   "ownqp"
 #define RUN_LIMIT_MS	   60000
 #define RESOLVE_TIMEOUT_MS 2000		       /* ucmatose's, for address and route */
 #define WRID_RECV	   ((uint64_t)1 << 32) /* set in a receive's wr_id; a send's is its index */
@@ -68,112 +69,7 @@ struct conn {
 	bool disconnected;
 };
 
-static uint64_t deadline_ms;
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static int left_ms(void)
-{
-	uint64_t now = now_ms();
-
-	return now >= deadline_ms ? 0 : (int)(deadline_ms - now);
-}
-
-/* A failed call: its name and errno's text. Returns -1. */
-static int fail_errno(const char *call)
-{
-	fprintf(stderr, "ownqp: %s failed: %s\n", call, strerror(errno));
-	return -1;
-}
-
-/* A call that returns an errno value itself (ibv_modify_qp, ibv_post_*). Returns -1. */
-static int fail_code(const char *call, int code)
-{
-	fprintf(stderr, "ownqp: %s failed: %s\n", call, strerror(code));
-	return -1;
-}
-
-static int set_nonblock(int fd, const char *what)
-{
-	int fl = fcntl(fd, F_GETFL);
-
-	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
-		return fail_errno(what);
-	return 0;
-}
-
-static int resolve(const char *host, const char *port, bool passive, struct addrinfo **res)
-{
-	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
-	int err;
-
-	if (passive) {
-		hints.ai_flags |= AI_PASSIVE;
-		if (!host)
-			hints.ai_family = AF_INET;
-	}
-	err = getaddrinfo(host, port, &hints, res);
-	if (err) {
-		fprintf(stderr, "ownqp: getaddrinfo(%s, %s) failed: %s\n", host ? host : "any",
-			port, gai_strerror(err));
-		return -1;
-	}
-	return 0;
-}
-
-/* ---- the CM channel ----------------------------------------------------------------------- */
-
-/*
- * The next CM event, within the run's deadline: 0 and *ev (to be acknowledged), or -1. The
- * channel's fd is non-blocking, so a wake-up without an event only loops.
- */
-static int next_event(struct rdma_event_channel *ch, struct rdma_cm_event **ev)
-{
-	for (;;) {
-		struct pollfd p = {.fd = ch->fd, .events = POLLIN};
-		int n;
-
-		if (rdma_get_cm_event(ch, ev) == 0)
-			return 0;
-		if (errno != EAGAIN && errno != EINTR)
-			return fail_errno("rdma_get_cm_event");
-		n = poll(&p, 1, left_ms());
-		if (n < 0 && errno != EINTR)
-			return fail_errno("poll on the CM channel");
-		if (n == 0) {
-			fprintf(stderr, "ownqp: no CM event within the run's %d s\n",
-				RUN_LIMIT_MS / 1000);
-			return -1;
-		}
-	}
-}
-
-/* The next event must be `want`; it is acknowledged unless keep (then *out holds it). */
-static int expect_event(struct rdma_event_channel *ch, enum rdma_cm_event_type want,
-			struct rdma_cm_event **out)
-{
-	struct rdma_cm_event *ev;
-
-	if (next_event(ch, &ev))
-		return -1;
-	if (ev->event != want) {
-		fprintf(stderr, "ownqp: waiting for %s, got %s (status %d)\n", rdma_event_str(want),
-			rdma_event_str(ev->event), ev->status);
-		rdma_ack_cm_event(ev);
-		return -1;
-	}
-	if (out)
-		*out = ev;
-	else
-		rdma_ack_cm_event(ev);
-	return 0;
-}
+#include "cm_prog.h"
 
 /* ---- the application's own verbs objects -------------------------------------------------- */
 
