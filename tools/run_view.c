@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include "run_view.h"
 
 #define CLASS_DIR "/sys/class"
+#define DEV_IB_DIR "/dev/infiniband"
 
 static int fail(char *why, size_t cap, int err, const char *step)
 {
@@ -69,39 +71,79 @@ static int new_namespace(char *why, size_t cap)
 	return err ? fail(why, cap, -err, "user namespace id maps") : 0;
 }
 
-static bool is_ours(const char *name)
+/* Make dst (a new, empty entry of a tmpfs) stand for the entry src of the covered directory:
+ * directories and other files are bind-mounted (device nodes keep working, mounts below them
+ * come along), symbolic links are copied. */
+static int rebind_entry(const char *src, const char *dst)
 {
-	return !strcmp(name, "infiniband") || !strcmp(name, "infiniband_verbs");
+	struct stat st;
+	char target[PATH_MAX];
+	ssize_t n;
+	int fd;
+
+	if (lstat(src, &st))
+		return -errno;
+	if (S_ISLNK(st.st_mode)) {
+		n = readlink(src, target, sizeof(target) - 1);
+		if (n < 0)
+			return -errno;
+		target[n] = '\0';
+		return symlink(target, dst) ? -errno : 0;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		if (mkdir(dst, st.st_mode & 07777))
+			return -errno;
+	} else {
+		fd = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd < 0)
+			return -errno;
+		close(fd);
+	}
+	return mount(src, dst, NULL, MS_BIND | MS_REC, NULL) ? -errno : 0;
 }
 
-/* Bind every directory of the old /sys/class (old, a readable directory fd) back into the new
- * one at its own name. */
-static int rebind_classes(int old, char *why, size_t cap)
+/* Put a tmpfs over dir and bring back the entries of the old dir that keep() accepts (none when
+ * keep is NULL). Returns a descriptor of the new dir, or a negative errno with why[] set. */
+static int cover_dir(const char *dir, bool (*keep)(const char *name), char *why, size_t cap)
 {
-	int dup_fd = dup(old);
-	DIR *dir = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+	char src[64 + 256], dst[PATH_MAX];
 	struct dirent *de;
-	char src[64 + 256], dst[sizeof(CLASS_DIR) + 256];
-	int err = 0;
+	DIR *entries;
+	int old, err = 0, fd;
 
-	if (!dir) {
-		err = errno;
-		if (dup_fd >= 0)
-			close(dup_fd);
-		return fail(why, cap, err, "read " CLASS_DIR);
+	old = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (old < 0)
+		return fail(why, cap, errno, dir);
+	fd = dup(old);
+	entries = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!entries) {
+		err = fail(why, cap, errno, dir);
+		if (fd >= 0)
+			close(fd);
+		close(old);
+		return err;
 	}
-	while (!err && (de = readdir(dir))) {
-		if (de->d_name[0] == '.' || is_ours(de->d_name))
+	if (mount("uroce", dir, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755")) {
+		snprintf(dst, sizeof(dst), "mount a tmpfs on %s", dir);
+		err = fail(why, cap, errno, dst);
+	}
+	while (!err && (de = readdir(entries))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || !keep ||
+		    !keep(de->d_name))
 			continue;
 		snprintf(src, sizeof(src), "/proc/self/fd/%d/%s", old, de->d_name);
-		snprintf(dst, sizeof(dst), CLASS_DIR "/%s", de->d_name);
-		if (mkdir(dst, 0755) || mount(src, dst, NULL, MS_BIND | MS_REC, NULL)) {
-			err = errno;
-			fail(why, cap, err, dst);
-		}
+		if (snprintf(dst, sizeof(dst), "%s/%s", dir, de->d_name) >= (int)sizeof(dst))
+			continue;
+		err = rebind_entry(src, dst);
+		if (err)
+			fail(why, cap, -err, dst);
 	}
-	closedir(dir);
-	return -err;
+	closedir(entries);
+	close(old);
+	if (err)
+		return err;
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return fd < 0 ? fail(why, cap, errno, dir) : fd;
 }
 
 struct writer {
@@ -136,7 +178,7 @@ static int write_entry(void *arg, enum uroce_sysfs_kind kind, const char *path, 
 	return -EINVAL;
 }
 
-/* Write the infiniband classes for the devices that exist now. */
+/* Write the infiniband classes for the devices that exist now; returns how many there are. */
 static int write_devices(int root, const char *rundir, char *why, size_t cap)
 {
 	struct writer wr = {.root = root};
@@ -177,12 +219,73 @@ out:
 	free(devs);
 	free(gids);
 	uroce_netif_list_free(&ifs);
+	return err ? err : n;
+}
+
+static bool not_ours(const char *name)
+{
+	return strcmp(name, "infiniband") != 0 && strcmp(name, "infiniband_verbs") != 0;
+}
+
+static bool not_infiniband(const char *name)
+{
+	return strcmp(name, "infiniband") != 0;
+}
+
+/*
+ * /dev/infiniband/uverbsN for each device (and rdma_cm), as character devices that open for
+ * reading and writing: /dev/null bound at each name, since uroce's libraries never use them and
+ * programs (UCX) only check that they exist and open. When /dev has no infiniband directory, a
+ * tmpfs covers /dev with its old entries brought back, so the real /dev stays untouched.
+ */
+static int write_dev_nodes(int n_devs, char *why, size_t cap)
+{
+	char name[32], path[64];
+	struct stat st;
+	int ib, err = 0;
+
+	if (!stat(DEV_IB_DIR, &st)) {
+		ib = cover_dir(DEV_IB_DIR, NULL, why, cap);
+		if (ib < 0)
+			return ib;
+	} else {
+		int dev = cover_dir("/dev", not_infiniband, why, cap);
+
+		if (dev < 0)
+			return dev;
+		if (mkdirat(dev, "infiniband", 0755)) {
+			close(dev);
+			return fail(why, cap, errno, "mkdir " DEV_IB_DIR);
+		}
+		close(dev);
+		ib = open(DEV_IB_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (ib < 0)
+			return fail(why, cap, errno, DEV_IB_DIR);
+	}
+	for (int i = -1; i < n_devs && !err; i++) {
+		int fd;
+
+		if (i < 0)
+			snprintf(name, sizeof(name), "rdma_cm");
+		else
+			snprintf(name, sizeof(name), "uverbs%d", i);
+		fd = openat(ib, name, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+		if (fd < 0) {
+			err = fail(why, cap, errno, name);
+			break;
+		}
+		close(fd);
+		snprintf(path, sizeof(path), DEV_IB_DIR "/%s", name);
+		if (mount("/dev/null", path, NULL, MS_BIND, NULL))
+			err = fail(why, cap, errno, path);
+	}
+	close(ib);
 	return err;
 }
 
 int uroce_run_view_enter(const char *rundir, char *why, size_t cap)
 {
-	int old, root, err;
+	int root, n_devs, err;
 
 	err = new_namespace(why, cap);
 	if (err)
@@ -190,27 +293,14 @@ int uroce_run_view_enter(const char *rundir, char *why, size_t cap)
 	/* Our mounts must not reach the namespace we came from. */
 	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL))
 		return fail(why, cap, errno, "make / a slave mount");
-	old = open(CLASS_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (old < 0)
-		return fail(why, cap, errno, "open " CLASS_DIR);
-	if (mount("uroce", CLASS_DIR, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755")) {
-		err = fail(why, cap, errno, "mount a tmpfs on " CLASS_DIR);
-		close(old);
-		return err;
-	}
-	err = rebind_classes(old, why, cap);
-	close(old);
-	if (err)
-		return err;
-	root = open(CLASS_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	root = cover_dir(CLASS_DIR, not_ours, why, cap);
 	if (root < 0)
-		return fail(why, cap, errno, "open the new " CLASS_DIR);
-	err = write_devices(root, rundir, why, cap);
+		return root;
+	n_devs = write_devices(root, rundir, why, cap);
 	close(root);
-	if (err)
-		return err;
-	if (mount(NULL, CLASS_DIR, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-		  NULL))
+	if (n_devs < 0)
+		return n_devs;
+	if (mount(NULL, CLASS_DIR, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC, NULL))
 		return fail(why, cap, errno, "make " CLASS_DIR " read-only");
-	return 0;
+	return write_dev_nodes(n_devs, why, cap);
 }

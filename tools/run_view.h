@@ -3,15 +3,20 @@
  * The kernel's view of uroce's devices for a program that `uroce run` starts: a private mount
  * namespace in which /sys/class/infiniband and /sys/class/infiniband_verbs hold the files the
  * kernel shows for an RDMA device (host/config/sysfs_tree.h), made from uroce's devices as they
- * are when the program starts. Programs that look there (pyverbs' tests for a device's
- * interface, UCX for GID types) find uroce's devices as they would find a kernel device's.
+ * are when the program starts, and /dev/infiniband holds uverbsN (one per device) and rdma_cm as
+ * character devices that open for reading and writing (/dev/null bound at each name: uroce's
+ * libraries never use them). Programs that look there (pyverbs' tests for a device's
+ * interface, UCX for GID types and device nodes) find uroce's devices as they would find a
+ * kernel device's.
  *
  * How: unshare(CLONE_NEWNS) (as root), or unshare(CLONE_NEWUSER | CLONE_NEWNS) with the caller's
  * own uid and gid mapped to themselves (as an ordinary user, where the kernel allows
  * unprivileged user namespaces; the program keeps its identity and has no capabilities after
  * the exec). Mount events stop propagating out (MS_SLAVE); a tmpfs goes over /sys/class, every
  * directory of the real /sys/class is bind-mounted back into it at its own name, and the
- * infiniband classes are written into it; the tmpfs is then made read-only.
+ * infiniband classes are written into it; the tmpfs is then made read-only. /dev/infiniband,
+ * when it exists, is covered by an empty tmpfs; when it does not, a tmpfs covers /dev with every
+ * old entry bound (or, for symbolic links, copied) back, and infiniband is made in it.
  *
  * Only the calling process (and what it execs and forks) sees the view: the rest of the system
  * is untouched, and nothing is left to clean up when the program exits.

@@ -329,12 +329,16 @@ case_sysfs() {
 	expect 0 gids sv0
 	# index, GID, version (v1/v2): the version is the next to last field
 	tr -s '\t ' ' ' <"$T/out" | awk '$1 == "sv0" { print $3, $4, $(NF - 1) }' >"$T/gids"
-	local d=/sys/class/infiniband/sv0 n=0
+	local d=/sys/class/infiniband/sv0 n=0 had_ib=no
+	[ -e /dev/infiniband ] && had_ib=yes
 	# One program prints every file the check needs, so one view is compared with one table.
 	run run -- sh -c "cat $d/node_type $d/ports/1/state $d/ports/1/link_layer $d/ports/1/rate \
 		/sys/class/infiniband_verbs/uverbs0/ibdev; ls $d/device/net; \
 		ls $d/ports/1/gids | wc -l; ls /sys/class/net >/dev/null && echo net-ok; \
 		touch /sys/class/x 2>/dev/null || echo read-only; \
+		[ -c /dev/infiniband/uverbs0 ] && [ -r /dev/infiniband/uverbs0 ] && \
+			[ -w /dev/infiniband/uverbs0 ] && echo uverbs0-chr-rw; \
+		[ -c /dev/infiniband/rdma_cm ] && echo rdma_cm-chr; [ -c /dev/null ] && echo null-ok; \
 		for i in \$(seq 0 15); do [ -e $d/ports/1/gid_attrs/types/\$i ] && echo \"\$i \$(cat $d/ports/1/gids/\$i) \$(cat $d/ports/1/gid_attrs/types/\$i) \$(cat $d/ports/1/gid_attrs/ndevs/\$i)\"; done; true"
 	if grep -q "no /sys/class/infiniband view" "$T/err"; then
 		echo "no view here: $(cat "$T/err")"
@@ -342,7 +346,7 @@ case_sysfs() {
 	fi
 	[ "$st" -eq 0 ] || fail "uroce run: status $st: $(cat "$T/err")"
 	for want in "1: CA" "4: ACTIVE" "Ethernet" "2.5 Gb/sec (1X)" "sv0" "lo" "1024" "net-ok" \
-		"read-only"; do
+		"read-only" "uverbs0-chr-rw" "rdma_cm-chr" "null-ok"; do
 		grep -qxF -- "$want" "$T/out" || fail "view: no line '$want' in: $(head -c 400 "$T/out")"
 	done
 	while read -r idx gid ver; do
@@ -354,6 +358,8 @@ case_sysfs() {
 	[ "$n" -ge 4 ] || fail "uroce gids sv0 listed $n GIDs, expected at least 4"
 	# and no more in the view than in the table
 	[ "$(grep -c ' lo$' "$T/out")" -eq "$n" ] || fail "view: GIDs other than uroce gids's"
+	# the program's /dev/infiniband is its own
+	[ "$had_ib" = yes ] || [ ! -e /dev/infiniband ] || fail "uroce run left /dev/infiniband behind"
 	run run --no-sysfs -- sh -c "ls /sys/class/infiniband 2>/dev/null | grep -x sv0"
 	[ "$st" -ne 0 ] || fail "--no-sysfs: sv0 is in /sys/class/infiniband"
 }
