@@ -77,6 +77,7 @@ static const char usage_text[] = USAGE_LINE
 	"                  sets UROCE_FAULTS\n"
 	"  --busy-poll     the progress thread never sleeps (lowest latency, one busy CPU);\n"
 	"                  sets UROCE_BUSY_POLL=1\n"
+
 	"  --no-sysfs      run PROGRAM in the caller's mount namespace, without the view of\n"
 	"                  /sys/class and /dev/infiniband described below\n"
 	"\n"
@@ -88,7 +89,10 @@ static const char usage_text[] = USAGE_LINE
 	"as character devices, for programs that read them (pyverbs' tests, UCX). The\n"
 	"files are made when PROGRAM starts: devices and addresses added later\n"
 	"are not in them. Where the namespace cannot be made, a note says why and PROGRAM\n"
-	"runs without the view.\n"
+	"runs without the view.\n"	"\n"
+	"UCX_UD_VERBS_ETH_DGID_CHECK=n is set unless already set: UCX before 1.19 reads a\n"
+	"UD datagram's IP version from a completion field only Mellanox devices fill, and\n"
+	"its ud_verbs transport drops every RoCE v2 IPv4 datagram of other devices.\n"
 	"\n"
 	"The '--' is required: everything after it is the program and its arguments.\n"
 	"\n"
@@ -420,6 +424,11 @@ int uroce_cmd_run(int argc, char **argv)
 		rc = setenv("UROCE_FAULTS", faults, 1) ? -errno : 0;
 	if (!rc && busy_poll)
 		rc = setenv("UROCE_BUSY_POLL", "1", 1) ? -errno : 0;
+	/* UCX before 1.19 takes a UD datagram's destination GID length from the completion's SL, a
+	 * field only Mellanox hardware fills with the packet's IP version; on any other device its
+	 * ud_verbs transport drops every RoCE v2 IPv4 datagram unless this check is off. */
+	if (!rc)
+		rc = setenv("UCX_UD_VERBS_ETH_DGID_CHECK", "n", 0) ? -errno : 0;
 	if (rc) {
 		fprintf(stderr, "uroce: run: cannot set the environment: %s\n", strerror(-rc));
 		return RUN_EXIT_ERROR;

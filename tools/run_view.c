@@ -135,6 +135,8 @@ static int cover_dir(const char *dir, bool (*keep)(const char *name), char *why,
 		if (snprintf(dst, sizeof(dst), "%s/%s", dir, de->d_name) >= (int)sizeof(dst))
 			continue;
 		err = rebind_entry(src, dst);
+		if (err == -ENOENT) /* gone since readdir (a device node, a pty): not shown */
+			err = 0;
 		if (err)
 			fail(why, cap, -err, dst);
 	}
