@@ -17,6 +17,8 @@ set -u -o pipefail
 UROCE=$1 MPI=$2
 # shellcheck source=../run/lib.sh
 . "$(dirname "$0")/../run/lib.sh"
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
 
 need_root_netns
 case $MPI in
@@ -30,32 +32,6 @@ netns_setup
 
 $CC -O2 -Wall -Werror -o "$T/mpi_check" "$(dirname "$0")/mpi_check.c" ||
 	fail "$CC cannot build mpi_check.c"
-export RSH_UROCE=$UROCE RSH_HOSTS="$A4=$NSA=$RUNA $B4=$NSB=$RUNB"
-RSH=$(cd "$(dirname "$0")" && pwd)/netns_rsh.sh
-TLS=rc_verbs,ud_verbs,self DEVS=uroce_a0:1,uroce_b0:1
-
-# The launcher runs in namespace a (where the ranks there are its children), itself under
-# `uroce run`; the ranks of b start through RSH.
-mpi_job() { # RANKS PROGRAM ARGS...
-	local n=$1
-	shift
-	case $MPI in
-	openmpi)
-		printf '%s slots=2\n%s slots=2\n' "$A4" "$B4" >"$T/hosts"
-		ina timeout 90 "$UROCE" run -- $RUN --allow-run-as-root --hostfile "$T/hosts" \
-			-np "$n" --map-by node --mca plm_rsh_agent "$RSH" \
-			--mca oob_tcp_if_include 198.18.10.0/24 --mca pml ucx \
-			-x UCX_TLS=$TLS -x UCX_NET_DEVICES=$DEVS "$@"
-		;;
-	mpich)
-		# -genvnone: each rank keeps the environment of its own side (its run-time directory).
-		ina timeout 90 "$UROCE" run -- $RUN -launcher ssh -launcher-exec "$RSH" -genvnone \
-			-hosts "$A4:$((n / 2)),$B4:$((n / 2))" -n "$n" \
-			-genv UCX_TLS $TLS -genv UCX_NET_DEVICES $DEVS "$@"
-		;;
-	esac
-}
-
 sent() { # a|b
 	in$1 "$UROCE" stats "uroce_${1}0" | awk '$1 == "sent_pkts" { print $2 }'
 }
@@ -65,7 +41,7 @@ job() { # WANT RANKS PROGRAM ARGS...
 	local want=$1 a0 b0 a1 b1 st
 	shift
 	a0=$(sent a) b0=$(sent b)
-	mpi_job "$@" >"$T/job.out" 2>&1
+	mpi_job "$MPI" "$@" >"$T/job.out" 2>&1
 	st=$?
 	a1=$(sent a) b1=$(sent b)
 	grep -v 'UCX  WARN  network device' "$T/job.out" | tail -n 3

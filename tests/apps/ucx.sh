@@ -17,6 +17,8 @@ set -u -o pipefail
 UROCE=$1
 # shellcheck source=../run/lib.sh
 . "$(dirname "$0")/../run/lib.sh"
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
 
 need_root_netns
 command -v ucx_perftest >/dev/null && command -v io_demo >/dev/null ||
@@ -24,31 +26,20 @@ command -v ucx_perftest >/dev/null && command -v io_demo >/dev/null ||
 netns_setup
 
 PORT=13337
-AS=() # prefix that runs a command as the ordinary user (empty: root)
-
-# CMD: the command that runs PROGRAM in a|b with that side's device only; run "${CMD[@]}" (in the
-# background its pid is that of `timeout`, which passes a kill on to the program).
-ucx_cmd() { # a|b TLS PROGRAM ARGS...
-	local side=$1 tls=$2 ns=$NSA run=$RUNA
-	shift 2
-	[ "$side" = b ] && ns=$NSB run=$RUNB
-	CMD=(ip netns exec "$ns" "${AS[@]}" env UROCE_RUNDIR="$run" UCX_NET_DEVICES="uroce_${side}0:1"
-		UCX_TLS="$tls" UCX_SOCKADDR_TLS_PRIORITY=rdmacm timeout 60 "$UROCE" run -- "$@")
-}
 
 # One ucx_perftest: the server in b, the client in a; prints the client's Final line.
 perftest() { # TLS TEST ARGS...
 	local tls=$1 test=$2 spid st
 	shift 2
 	PORT=$((PORT + 1))
-	ucx_cmd b "$tls" ucx_perftest -p $PORT
+	ucx_cmd b "$tls" '' ucx_perftest -p $PORT
 	"${CMD[@]}" >"$T/srv.out" 2>&1 &
 	spid=$!
 	wait_listen b $PORT $spid || {
 		cat "$T/srv.out" >&2
 		fail "ucx_perftest server ($tls $test) did not listen"
 	}
-	ucx_cmd a "$tls" ucx_perftest "$B4" -p $PORT -t "$test" "$@"
+	ucx_cmd a "$tls" '' ucx_perftest "$B4" -p $PORT -t "$test" "$@"
 	"${CMD[@]}" >"$T/cli.out" 2>&1
 	st=$?
 	wait_exit $spid 20 >/dev/null 2>&1
@@ -71,7 +62,7 @@ perftest() { # TLS TEST ARGS...
 io_demo_run() { # TLS ITERATIONS
 	local tls=$1 spid st opts=(-d 1024:65536 -o read,write -q)
 	PORT=$((PORT + 1))
-	ucx_cmd b "$tls" io_demo -p $PORT "${opts[@]}"
+	ucx_cmd b "$tls" '' io_demo -p $PORT "${opts[@]}"
 	"${CMD[@]}" >"$T/iosrv.out" 2>&1 &
 	spid=$!
 	# It listens with rdma_cm (TCP port space) only: no TCP socket.
@@ -79,7 +70,7 @@ io_demo_run() { # TLS ITERATIONS
 		tail -n 5 "$T/iosrv.out" >&2
 		fail "io_demo server ($tls) did not listen"
 	}
-	ucx_cmd a "$tls" io_demo -p $PORT "${opts[@]}" -i "$2" -P 100s "$B4"
+	ucx_cmd a "$tls" '' io_demo -p $PORT "${opts[@]}" -i "$2" -P 100s "$B4"
 	"${CMD[@]}" >"$T/iocli.out" 2>&1
 	st=$?
 	kill $spid 2>/dev/null
@@ -101,7 +92,7 @@ io_demo_run() { # TLS ITERATIONS
 }
 
 echo "--- ucx_info -d"
-ucx_cmd a rc_verbs,ud_verbs ucx_info -d
+ucx_cmd a rc_verbs,ud_verbs '' ucx_info -d
 "${CMD[@]}" >"$T/info.out" 2>&1 || fail "ucx_info -d failed"
 for tl in rc_verbs ud_verbs; do
 	grep -A1 "Transport: $tl" "$T/info.out" | grep -q "Device: uroce_a0:1" ||
@@ -109,7 +100,7 @@ for tl in rc_verbs ud_verbs; do
 done
 # The GID UCX uses: the device's RoCE v2 GID of A4 (UCX's default is RoCE v2, IPv4 first).
 want=$(gid_index a uroce_a0 "::ffff:$A4" v2)
-ucx_cmd a ud_verbs env UCX_LOG_LEVEL=debug ucx_info -e -u t
+ucx_cmd a ud_verbs '' env UCX_LOG_LEVEL=debug ucx_info -e -u t
 "${CMD[@]}" >"$T/gid.out" 2>&1
 grep -q "uroce_a0:1 using gid_index $want" "$T/gid.out" ||
 	fail "UCX did not pick GID $want (RoCE v2, $A4): $(grep -m1 'gid_index' "$T/gid.out")"
