@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Removing a device: its definition and what is kept for it under its name (default RoCE mode,
- * counters). Apart from device.c, which mode.c and stats.c build on, so that the three do not
+ * Removing a device: its definition and what is kept for it under its name (default RoCE mode
+ * and TOS, counters). Apart from device.c, which mode.c and stats.c build on, so that the three do not
  * depend on each other in a circle.
  */
 #include <errno.h>
@@ -13,6 +13,7 @@
 #include "host/config/mode.h"
 #include "host/config/rundir.h"
 #include "host/config/stats.h"
+#include "host/config/tos.h"
 
 int uroce_dev_del(const char *rundir, const char *name)
 {
@@ -26,7 +27,10 @@ int uroce_dev_del(const char *rundir, const char *name)
 		return err;
 	if (unlink(path) != 0)
 		return errno == ENOENT ? -ENODEV : -errno;
-	/* Best effort: the device is gone whether or not these existed. */
+	/* Best effort: the device is gone whether or not these existed. The TOS file goes first,
+	 * so that removing the mode file's empty directories takes the port's directory too. */
+	if (!uroce_tos_path(rundir, name, UROCE_DEV_PORT, path, sizeof(path)))
+		unlink(path);
 	if (!uroce_mode_path(rundir, name, UROCE_DEV_PORT, path, sizeof(path)) &&
 	    !uroce_rundir_join(top, sizeof(top), "%s/rdma_cm", rundir))
 		uroce_rundir_remove(path, top);
