@@ -321,7 +321,7 @@ static int pcap_prepare(const char *file, char out[PATH_MAX])
 	return 0;
 }
 
-/* The sysfs view (run_view.h), or a note saying why there is none. */
+/* The sysfs view and rdma_cm's configfs (run_view.h), or a note saying why there is none. */
 static void enter_view(void)
 {
 	char rundir[PATH_MAX], why[256] = "";
@@ -331,11 +331,16 @@ static void enter_view(void)
 		snprintf(why, sizeof(why), "no run-time directory: %s", strerror(-rc));
 	else
 		rc = uroce_run_view_enter(rundir, why, sizeof(why));
-	if (rc)
+	if (rc) {
 		fprintf(stderr,
 			"uroce: run: note: no /sys/class/infiniband view of uroce's devices (%s); "
 			"--no-sysfs skips it\n",
 			why);
+		return;
+	}
+	rc = uroce_run_view_configfs(rundir, why, sizeof(why));
+	if (rc)
+		fprintf(stderr, "uroce: run: note: no /sys/kernel/config/rdma_cm (%s)\n", why);
 }
 
 int uroce_cmd_run(int argc, char **argv)

@@ -33,4 +33,12 @@
  */
 int uroce_run_view_enter(const char *rundir, char *why, size_t cap);
 
+/*
+ * Then, in that namespace, rdma_cm's configfs at /sys/kernel/config (run_configfs.h) for the
+ * devices of rundir, served until the calling process (the program, after its exec) ends.
+ * Returns 0, or a negative errno with why[] saying which step failed (no server runs then, and
+ * /sys/kernel is as before, or holds an empty config directory).
+ */
+int uroce_run_view_configfs(const char *rundir, char *why, size_t cap);
+
 #endif
