@@ -502,6 +502,8 @@ case_help() {
 	expect 0 help stats
 	expect 0 stats --help
 	expect 0 gids -h
+	expect 0 help run
+	has "$T/out" "/sys/kernel/config/rdma_cm" "run help names the configfs"
 }
 
 if ! declare -F "case_$case_name" >/dev/null; then
