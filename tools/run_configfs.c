@@ -389,7 +389,8 @@ static void report(int fd, int err, const char *step)
 		return; /* `uroce run` sees the pipe close and says the server did not start */
 }
 
-/* Close every descriptor but the three the server keeps, and put 0, 1 and 2 on /dev/null. */
+/* Close every descriptor but the three the server keeps and stderr (where libfuse's and a
+ * sanitizer's reports go), and put stdin and stdout on /dev/null. */
 static void tidy_fds(int keep1, int keep2, int keep3)
 {
 	DIR *d = opendir("/proc/self/fd");
@@ -397,7 +398,7 @@ static void tidy_fds(int keep1, int keep2, int keep3)
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 
 	if (null >= 0) {
-		for (int i = 0; i < 3; i++)
+		for (int i = 0; i < 2; i++)
 			if (i != null)
 				dup2(null, i);
 		if (null > 2)

@@ -10,9 +10,9 @@
  * open /dev/fuse, mount it (the kernel's FUSE mount, options default_permissions and
  * allow_other, owned by the caller's ids, so the kernel checks the 0644/0755 modes as configfs
  * does), and start the server. The server is a process of its own (forked twice, in a session of
- * its own, stdin/stdout/stderr on /dev/null): not the program's child, so the program never waits
- * for it and keeps no pipe of it open; it watches the program's process id (a pidfd) next to the
- * FUSE descriptor and exits when the program ends. It is single-threaded, and answers only after
+ * its own, stdin and stdout on /dev/null, stderr kept for libfuse's and a sanitizer's reports):
+ * not the program's child, so the program never waits for it; it watches the program's process
+ * id (a pidfd) next to the FUSE descriptor and exits when the program ends. It is single-threaded, and answers only after
  * its FUSE session exists: the program's first access waits for the server's answer to the
  * kernel's INIT.
  *
