@@ -442,13 +442,13 @@ case_configfs() {
 	# The program ends: so does the server, the other process in its mount namespace (a bounded
 	# poll: the server sees the end through a pidfd).
 	run run -- sh -c 'ls /sys/kernel/config >/dev/null; readlink /proc/self/ns/mnt'
-	local ns left=yes
+	local ns pat left=yes
 	ns=$(cat "$T/out")
 	[ -n "$ns" ] && [ "$ns" != "$(readlink /proc/self/ns/mnt)" ] || fail "no namespace of its own: '$ns'"
+	pat=$(printf '%s' "$ns" | sed 's/[][*?\\]/\\&/g') # "mnt:[N]" as a find pattern
 	for _ in $(seq 100); do
-		left=$(for p in /proc/[0-9]*; do
-			[ "$(readlink "$p/ns/mnt" 2>/dev/null)" = "$ns" ] && echo "${p#/proc/}"
-		done)
+		left=$(find /proc -mindepth 3 -maxdepth 3 -path '/proc/[0-9]*/ns/mnt' -lname "$pat" \
+			2>/dev/null)
 		[ -z "$left" ] && break
 		timeout 0.05 tail -f /dev/null
 	done

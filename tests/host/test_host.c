@@ -331,6 +331,10 @@ static void test_devices_and_mode(void)
 	CHECK(access(p, F_OK) != 0); /* the TOS went with the device */
 	CHECK(uroce_rundir_join(p, sizeof(p), "%s/rdma_cm/t_dual", rundir) == 0);
 	CHECK(access(p, F_OK) != 0); /* and so did its directory, mode file and all */
+	add_dev("t_dual", "lo", UROCE_ROCE_BOTH, 0);
+	CHECK(uroce_tos_set(rundir, "t_dual", 1, 7) == 0); /* a TOS and no mode file */
+	CHECK(uroce_dev_del(rundir, "t_dual") == 0);
+	CHECK(access(p, F_OK) != 0);
 
 	add_dev("t_v1", "lo", UROCE_ROCE_V1, 0);
 	CHECK(uroce_mode_get(rundir, "t_v1", 1, &ver) == 0 && ver == 1);
