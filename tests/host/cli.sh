@@ -454,10 +454,22 @@ case_configfs() {
 	done
 	[ -z "$left" ] || fail "processes left in the program's mount namespace: $left"
 
-	# As an ordinary user: nobody, with a run-time directory of its own.
 	if [ "$(id -u)" -ne 0 ]; then
 		return
 	fi
+	# FUSE unusable (/dev/null at /dev/fuse, in a mount namespace of the test's own): the view
+	# works without configfs, and one line says why.
+	if command -v unshare >/dev/null; then
+		unshare -m sh -c "mount --make-rprivate / && mount --bind /dev/null /dev/fuse &&
+			exec '$UROCE' run -- sh -c 'ls -d /sys/kernel/config 2>&1; ls /sys/class/infiniband'" \
+			>"$T/out" 2>"$T/err"
+		has "$T/err" "uroce: run: note: no /sys/kernel/config/rdma_cm (mount FUSE on" "no FUSE"
+		[ "$(wc -l <"$T/err")" -eq 1 ] || fail "no FUSE: not one line: $(cat "$T/err")"
+		grep -qx uroce_lo "$T/out" || fail "no FUSE: no view: $(cat "$T/out")"
+		has "$T/out" "No such file" "no FUSE: a /sys/kernel/config is left"
+	fi
+
+	# As an ordinary user: nobody, with a run-time directory of its own.
 	if ! command -v su >/dev/null || ! id nobody >/dev/null 2>&1; then
 		echo "as nobody: skipped (no su or no user nobody)"
 		return
