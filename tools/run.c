@@ -79,7 +79,7 @@ static const char usage_text[] = USAGE_LINE
 	"                  sets UROCE_BUSY_POLL=1\n"
 
 	"  --no-sysfs      run PROGRAM in the caller's mount namespace, without the view of\n"
-	"                  /sys/class and /dev/infiniband described below\n"
+	"                  /sys/class, /dev/infiniband and /sys/kernel/config described below\n"
 	"\n"
 	"PROGRAM runs in a private mount namespace (inside a user namespace that maps the\n"
 	"caller's ids to themselves when the caller is not root) in which\n"
@@ -93,6 +93,13 @@ static const char usage_text[] = USAGE_LINE
 	"UCX_UD_VERBS_ETH_DGID_CHECK=n is set unless already set: UCX before 1.19 reads a\n"
 	"UD datagram's IP version from a completion field only Mellanox devices fill, and\n"
 	"its ud_verbs transport drops every RoCE v2 IPv4 datagram of other devices.\n"
+	"\n"
+	"In that namespace /sys/kernel/config/rdma_cm is rdma_cm's configfs for uroce's\n"
+	"devices, served (FUSE) while PROGRAM runs: 'mkdir /sys/kernel/config/rdma_cm/DEV'\n"
+	"makes DEV/ports/1/default_roce_mode ('RoCE v2' or 'IB/RoCE v1', the mode that\n"
+	"'uroce mode' shows and sets, for every process) and default_roce_tos (0..255, the\n"
+	"TOS rdma_cm gives an id that sets none); settings outlive 'rmdir'. Where FUSE is\n"
+	"unavailable a note says why and PROGRAM runs without it.\n"
 	"\n"
 	"The '--' is required: everything after it is the program and its arguments.\n"
 	"\n"
@@ -325,7 +332,7 @@ static int pcap_prepare(const char *file, char out[PATH_MAX])
 	return 0;
 }
 
-/* The sysfs view (run_view.h), or a note saying why there is none. */
+/* The sysfs view and rdma_cm's configfs (run_view.h), or a note saying why there is none. */
 static void enter_view(void)
 {
 	char rundir[PATH_MAX], why[256] = "";
@@ -335,11 +342,16 @@ static void enter_view(void)
 		snprintf(why, sizeof(why), "no run-time directory: %s", strerror(-rc));
 	else
 		rc = uroce_run_view_enter(rundir, why, sizeof(why));
-	if (rc)
+	if (rc) {
 		fprintf(stderr,
 			"uroce: run: note: no /sys/class/infiniband view of uroce's devices (%s); "
 			"--no-sysfs skips it\n",
 			why);
+		return;
+	}
+	rc = uroce_run_view_configfs(rundir, why, sizeof(why));
+	if (rc)
+		fprintf(stderr, "uroce: run: note: no /sys/kernel/config/rdma_cm (%s)\n", why);
 }
 
 int uroce_cmd_run(int argc, char **argv)

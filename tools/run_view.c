@@ -16,10 +16,13 @@
 #include "host/config/gid.h"
 #include "host/config/sysfs_tree.h"
 #include "host/os/netif.h"
+#include "run_configfs.h"
 #include "run_view.h"
 
 #define CLASS_DIR "/sys/class"
 #define DEV_IB_DIR "/dev/infiniband"
+#define KERNEL_DIR "/sys/kernel"
+#define CONFIG_DIR KERNEL_DIR "/config"
 
 static int fail(char *why, size_t cap, int err, const char *step)
 {
@@ -305,4 +308,55 @@ int uroce_run_view_enter(const char *rundir, char *why, size_t cap)
 	if (mount(NULL, CLASS_DIR, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC, NULL))
 		return fail(why, cap, errno, "make " CLASS_DIR " read-only");
 	return write_dev_nodes(n_devs, why, cap);
+}
+
+static bool any(const char *name)
+{
+	(void)name;
+	return true;
+}
+
+int uroce_run_view_configfs(const char *rundir, char *why, size_t cap)
+{
+	struct stat st;
+	bool made = false;
+	int fd, err = 0;
+
+	/* No FUSE, no cover: /sys/kernel stays as it is. */
+	fd = uroce_configfs_open(why, cap);
+	if (fd < 0)
+		return fd;
+	if (stat(CONFIG_DIR, &st) || !S_ISDIR(st.st_mode)) {
+		int kdir = cover_dir(KERNEL_DIR, any, why, cap);
+
+		if (kdir < 0) {
+			close(fd);
+			return kdir;
+		}
+		if (mkdirat(kdir, "config", 0755))
+			err = fail(why, cap, errno, "mkdir " CONFIG_DIR);
+		close(kdir);
+		made = true;
+	}
+	if (!err)
+		err = uroce_configfs_mount(fd, CONFIG_DIR, why, cap);
+	if (made) {
+		/* The tmpfs is read-only, as the real /sys/kernel is to the program; an empty
+		 * config stands for a configfs that is not mounted when ours could not be. */
+		if (err)
+			rmdir(CONFIG_DIR);
+		if (mount(NULL, KERNEL_DIR, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC,
+			  NULL) &&
+		    !err) {
+			err = fail(why, cap, errno, "make " KERNEL_DIR " read-only");
+			umount2(CONFIG_DIR, MNT_DETACH);
+		}
+	}
+	if (!err) {
+		err = uroce_configfs_serve(fd, rundir, why, cap);
+		if (err)
+			umount2(CONFIG_DIR, MNT_DETACH); /* no server: accesses would wait forever */
+	}
+	close(fd);
+	return err;
 }

@@ -364,6 +364,139 @@ case_sysfs() {
 	[ "$st" -ne 0 ] || fail "--no-sysfs: sv0 is in /sys/class/infiniband"
 }
 
+# rdma_cm's configfs under `uroce run` (tools/run_configfs.c): Red Hat's procedure for the
+# default RoCE mode, as root and, when root, as nobody; what is written is what `uroce mode`
+# writes (the same file, through the same uroce_mode_set), which is what rdma_cm reads.
+CFS=/sys/kernel/config/rdma_cm
+
+# configfs_script DEV: the shell script the program runs; prints one line per step.
+configfs_script() {
+	local d=$CFS/$1 m=$CFS/$1/ports/1/default_roce_mode t=$CFS/$1/ports/1/default_roce_tos
+	cat <<-EOF
+		ls -d $CFS >/dev/null && echo "cfs-exists"
+		mkdir $d && echo "mkdir-ok"
+		ls $d/ports/1 | tr '\n' ' '; echo
+		echo "before: \$(cat $m)"
+		echo "IB/RoCE v1" > $m && echo "write-v1-ok"
+		echo "after: \$(cat $m)"
+		"$UROCE" mode -d $1 | sed 's/^/uroce-mode: /'
+		echo "RoCE v3" > $m 2>/dev/null || echo "bad-string-refused"
+		printf 'RoCE v2\n\n' > $m 2>/dev/null || echo "two-newlines-refused"
+		echo "still: \$(cat $m)"
+		echo 96 > $t && echo "tos: \$(cat $t)"
+		echo 256 > $t 2>/dev/null || echo "tos-256-refused"
+		mkdir $CFS/nosuch_dev 2>&1 | grep -q 'No such device' && echo "unknown-dev-enodev"
+		mkdir $d/x 2>&1 | grep -q 'not permitted' && echo "mkdir-in-group-eperm"
+		rmdir $d/ports 2>&1 | grep -q 'not permitted' && echo "rmdir-ports-eperm"
+		touch $CFS/x 2>/dev/null || echo "create-refused"
+		rmdir $d && echo "rmdir-ok"
+		[ -e $d ] || echo "gone"
+		mkdir $d && echo "again: \$(cat $m)" && rmdir $d
+	EOF
+}
+
+# check_configfs_out WHO: the lines the script printed ($T/out), and the files it left.
+check_configfs_out() {
+	local want
+	for want in "cfs-exists" "mkdir-ok" "default_roce_mode default_roce_tos " \
+		"before: RoCE v2" "write-v1-ok" "after: IB/RoCE v1" "uroce-mode: IB/RoCE v1" \
+		"bad-string-refused" "two-newlines-refused" "still: IB/RoCE v1" "tos: 96" \
+		"tos-256-refused" "unknown-dev-enodev" "mkdir-in-group-eperm" "rmdir-ports-eperm" \
+		"create-refused" "rmdir-ok" "gone" "again: IB/RoCE v1"; do
+		grep -qxF -- "$want" "$T/out" || fail "$1: no line '$want' in: $(head -c 600 "$T/out")"
+	done
+}
+
+case_configfs() {
+	expect 0 link add cf12 netdev lo roce v1,v2
+	configfs_script cf12 >"$T/script"
+	run run -- sh "$T/script"
+	if grep -q "no /sys/kernel/config/rdma_cm\|no /sys/class/infiniband view" "$T/err"; then
+		echo "no configfs here: $(cat "$T/err")"
+		return
+	fi
+	[ "$st" -eq 0 ] || fail "uroce run: status $st: $(cat "$T/err")"
+	check_configfs_out "$(id -un)"
+	# Outside: the mode that `uroce mode` and rdma_cm read, byte for byte what `mode -m 1` writes.
+	expect 0 mode -d cf12
+	[ "$(cat "$T/out")" = "IB/RoCE v1" ] || fail "uroce mode after configfs: '$(cat "$T/out")'"
+	printf 'IB/RoCE v1\n' | cmp -s - "$UROCE_RUNDIR/rdma_cm/cf12/ports/1/default_roce_mode" ||
+		fail "the mode file differs from what 'uroce mode -m 1' writes"
+	printf '96\n' | cmp -s - "$UROCE_RUNDIR/rdma_cm/cf12/ports/1/default_roce_tos" ||
+		fail "the TOS file is not '96'"
+	# `uroce mode` changes what configfs shows, and the group is the mount's: a new run has none.
+	expect 0 mode -d cf12 -m 2
+	run run -- sh -c "ls $CFS | wc -l; mkdir $CFS/cf12 && cat $CFS/cf12/ports/1/default_roce_mode"
+	[ "$(tr '\n' ' ' <"$T/out")" = "0 RoCE v2 " ] || fail "second run: '$(cat "$T/out")'"
+
+	# A RoCE v1-only device (a netdev carries one device: cf12 goes first).
+	expect 0 link del cf12
+	expect 0 link add cf1 netdev lo roce v1
+	run run -- bash -c "mkdir $CFS/cf1; cat $CFS/cf1/ports/1/default_roce_mode; \
+		echo 'RoCE v2' > $CFS/cf1/ports/1/default_roce_mode || echo v2-refused"
+	has "$T/out" "IB/RoCE v1" "v1-only device shows IB/RoCE v1"
+	has "$T/out" "v2-refused" "v1-only device takes no RoCE v2"
+	has "$T/err" "Invalid argument" "v1-only device: the error"
+	expect 0 link del cf1
+
+	# The program ends: so does the server, the other process in its mount namespace (a bounded
+	# poll: the server sees the end through a pidfd).
+	run run -- sh -c 'ls /sys/kernel/config >/dev/null; readlink /proc/self/ns/mnt'
+	local ns pat left=yes
+	ns=$(cat "$T/out")
+	[ -n "$ns" ] && [ "$ns" != "$(readlink /proc/self/ns/mnt)" ] || fail "no namespace of its own: '$ns'"
+	pat=$(printf '%s' "$ns" | sed 's/[][*?\\]/\\&/g') # "mnt:[N]" as a find pattern
+	for _ in $(seq 100); do
+		left=$(find /proc -mindepth 3 -maxdepth 3 -path '/proc/[0-9]*/ns/mnt' -lname "$pat" \
+			2>/dev/null)
+		[ -z "$left" ] && break
+		timeout 0.05 tail -f /dev/null
+	done
+	[ -z "$left" ] || fail "processes left in the program's mount namespace: $left"
+
+	if [ "$(id -u)" -ne 0 ]; then
+		return
+	fi
+	# FUSE unusable (/dev/null at /dev/fuse, in a mount namespace of the test's own): the view
+	# works without configfs, and one line says why.
+	if command -v unshare >/dev/null; then
+		unshare -m sh -c "mount --make-rprivate / && mount --bind /dev/null /dev/fuse &&
+			exec '$UROCE' run -- sh -c 'ls -d /sys/kernel/config 2>&1; ls /sys/class/infiniband'" \
+			>"$T/out" 2>"$T/err"
+		has "$T/err" "uroce: run: note: no /sys/kernel/config/rdma_cm (mount FUSE on" "no FUSE"
+		[ "$(wc -l <"$T/err")" -eq 1 ] || fail "no FUSE: not one line: $(cat "$T/err")"
+		grep -qx uroce_lo "$T/out" || fail "no FUSE: no view: $(cat "$T/out")"
+		has "$T/out" "No such file" "no FUSE: a /sys/kernel/config is left"
+	fi
+
+	# As an ordinary user: nobody, with a run-time directory of its own.
+	if ! command -v su >/dev/null || ! id nobody >/dev/null 2>&1; then
+		echo "as nobody: skipped (no su or no user nobody)"
+		return
+	fi
+	if ! su nobody -s /bin/sh -c "test -x '$UROCE'" 2>/dev/null; then
+		echo "as nobody: skipped ($UROCE is not executable by nobody)"
+		return
+	fi
+	chmod 711 "$T"
+	mkdir "$T/nobody" && chown nobody "$T/nobody" || {
+		fail "cannot make nobody's directory"
+		return
+	}
+	su nobody -s /bin/sh -c "UROCE_RUNDIR=$T/nobody/run '$UROCE' link add cf12 netdev lo roce v1,v2" ||
+		fail "nobody: link add"
+	configfs_script cf12 >"$T/nobody/script"
+	su nobody -s /bin/sh -c "UROCE_RUNDIR=$T/nobody/run '$UROCE' run -- sh $T/nobody/script" \
+		>"$T/out" 2>"$T/err"
+	if grep -q "no /sys/class/infiniband view" "$T/err"; then
+		echo "as nobody: skipped, user namespaces are not available: $(cat "$T/err")"
+		return
+	fi
+	check_configfs_out nobody
+	su nobody -s /bin/sh -c "UROCE_RUNDIR=$T/nobody/run '$UROCE' mode -d cf12" >"$T/out" 2>&1
+	[ "$(cat "$T/out")" = "IB/RoCE v1" ] || fail "nobody: uroce mode after configfs: '$(cat "$T/out")'"
+}
+
 case_help() {
 	expect 0 --help
 	for c in link gids mode stats; do
@@ -381,6 +514,8 @@ case_help() {
 	expect 0 help stats
 	expect 0 stats --help
 	expect 0 gids -h
+	expect 0 help run
+	has "$T/out" "/sys/kernel/config/rdma_cm" "run help names the configfs"
 }
 
 if ! declare -F "case_$case_name" >/dev/null; then

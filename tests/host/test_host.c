@@ -26,6 +26,7 @@
 #include "host/config/rundir.h"
 #include "host/config/stats.h"
 #include "host/config/sysfs_tree.h"
+#include "host/config/tos.h"
 #include "host/os/netif.h"
 
 static char rundir[PATH_MAX];
@@ -303,7 +304,37 @@ static void test_devices_and_mode(void)
 	CHECK(uroce_mode_get(rundir, "t_dual", 1, &ver) == -EBADMSG);
 	CHECK(unlink(p) == 0); /* cleared: the default again */
 	CHECK(uroce_mode_get(rundir, "t_dual", 1, &ver) == 0 && ver == 2);
+
+	/* TOS: default 0; set; the file holds what configfs shows; it goes with the device. */
+	CHECK(uroce_tos_get(rundir, "t_dual", 1, &ver) == 0 && ver == 0);
+	CHECK(uroce_tos_set(rundir, "t_dual", 1, 256) == -EINVAL);
+	CHECK(uroce_tos_set(rundir, "t_dual", 1, -1) == -EINVAL);
+	CHECK(uroce_tos_set(rundir, "t_dual", 2, 1) == -EINVAL);
+	CHECK(uroce_tos_get(rundir, "t_dual", 2, &ver) == -EINVAL);
+	CHECK(uroce_tos_set(rundir, "nodev", 1, 1) == -ENODEV);
+	CHECK(uroce_tos_get(rundir, "nodev", 1, &ver) == -ENODEV);
+	CHECK(uroce_tos_set(rundir, "t_dual", 1, 96) == 0);
+	CHECK(uroce_tos_get(rundir, "t_dual", 1, &ver) == 0 && ver == 96);
+	CHECK(uroce_tos_path(rundir, "t_dual", 1, p, sizeof(p)) == 0);
+	CHECK(uroce_rundir_read(p, buf, sizeof(buf), NULL) == 0 && !strcmp(buf, "96\n"));
+	CHECK(uroce_rundir_write(p, "255", 3, false) == 0);
+	CHECK(uroce_tos_get(rundir, "t_dual", 1, &ver) == 0 && ver == 255);
+	static const char *const bad_tos[] = {"256\n", "", "x", "-1", "1\n\n", "0x10", "1000"};
+
+	for (size_t i = 0; i < sizeof(bad_tos) / sizeof(bad_tos[0]); i++) {
+		CHECK(uroce_rundir_write(p, bad_tos[i], strlen(bad_tos[i]), false) == 0);
+		CHECKF(uroce_tos_get(rundir, "t_dual", 1, &ver) == -EBADMSG, "'%s'", bad_tos[i]);
+	}
+	CHECK(uroce_tos_set(rundir, "t_dual", 1, 0) == 0);
+	CHECK(uroce_mode_set(rundir, "t_dual", 1, 1) == 0);
 	CHECK(uroce_dev_del(rundir, "t_dual") == 0);
+	CHECK(access(p, F_OK) != 0); /* the TOS went with the device */
+	CHECK(uroce_rundir_join(p, sizeof(p), "%s/rdma_cm/t_dual", rundir) == 0);
+	CHECK(access(p, F_OK) != 0); /* and so did its directory, mode file and all */
+	add_dev("t_dual", "lo", UROCE_ROCE_BOTH, 0);
+	CHECK(uroce_tos_set(rundir, "t_dual", 1, 7) == 0); /* a TOS and no mode file */
+	CHECK(uroce_dev_del(rundir, "t_dual") == 0);
+	CHECK(access(p, F_OK) != 0);
 
 	add_dev("t_v1", "lo", UROCE_ROCE_V1, 0);
 	CHECK(uroce_mode_get(rundir, "t_v1", 1, &ver) == 0 && ver == 1);

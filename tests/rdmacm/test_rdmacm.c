@@ -37,6 +37,8 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "host/config/rundir.h"
+#include "host/config/tos.h"
 
 #define WAIT_MS 10000
 
@@ -871,6 +873,43 @@ static __attribute__((noinline)) void *freed(void *p)
  * Everything live is made first, so that malloc cannot hand a dead address to a new object
  * before the checks.
  */
+/* The device's default TOS (configfs default_roce_tos, host/config/tos.h) goes into the path of
+ * an id that sets none, when its route is resolved; RDMA_OPTION_ID_TOS overrides it. Only in a
+ * run-time directory of the test's own (UROCE_RUNDIR, set by in_netns.sh). */
+static void test_default_tos(void)
+{
+	struct sockaddr_in dst = sin4(next_port++);
+	const char *dir = getenv(UROCE_RUNDIR_ENV);
+	struct rdma_cm_id *id;
+	uint8_t tos = 32;
+	char dev[64];
+
+	if (!dir || !dir[0]) {
+		printf("default TOS: skipped (no UROCE_RUNDIR of the test's own)\n");
+		return;
+	}
+	for (int own = 0; own < 2; own++) {
+		CHECK_EQ(rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP), 0);
+		if (own)
+			CHECK_EQ(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos,
+						 sizeof(tos)), 0);
+		CHECK_EQ(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000), 0);
+		CHECK(id->verbs != NULL);
+		if (!id->verbs) {
+			rdma_destroy_id(id);
+			return;
+		}
+		snprintf(dev, sizeof(dev), "%s", ibv_get_device_name(id->verbs->device));
+		CHECK_EQ(uroce_tos_set(dir, dev, 1, 96), 0);
+		CHECK_EQ(rdma_resolve_route(id, 2000), 0);
+		CHECK(id->route.path_rec != NULL);
+		if (id->route.path_rec)
+			CHECK_EQ(id->route.path_rec->traffic_class, (own ? 32 : 96));
+		CHECK_EQ(uroce_tos_set(dir, dev, 1, 0), 0);
+		rdma_destroy_id(id);
+	}
+}
+
 static void test_dead_handles(void)
 {
 	struct rdma_event_channel *lch = rdma_create_event_channel(), *cch, *zch;
@@ -940,6 +979,7 @@ int main(int argc, char **argv)
 	next_port = (uint16_t)(20000 + (getpid() % 20000));
 	test_channel_and_errors();
 	test_dead_handles();
+	test_default_tos();
 	test_connect_data();
 	test_reject();
 	test_no_listener();

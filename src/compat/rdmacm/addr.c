@@ -14,6 +14,7 @@
 #include "host/config/gid.h"
 #include "host/config/mode.h"
 #include "host/config/rundir.h"
+#include "host/config/tos.h"
 #include "host/os/v4mapped.h"
 
 void cma_gid_of_sa(const struct sockaddr *sa, uint8_t gid[16])
@@ -92,4 +93,15 @@ int cma_default_gid_type(const char *dev)
 	    uroce_mode_get(rundir, dev, 1, &v) == 0 && v == 1)
 		return IBV_GID_TYPE_ROCE_V1;
 	return IBV_GID_TYPE_ROCE_V2;
+}
+
+int cma_default_tos(const char *dev)
+{
+	char rundir[256];
+	int tos = 0;
+
+	if (uroce_rundir_path(rundir, sizeof(rundir)) == 0 &&
+	    uroce_tos_get(rundir, dev, 1, &tos) == 0)
+		return tos;
+	return 0;
 }

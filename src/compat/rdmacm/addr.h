@@ -26,4 +26,8 @@ int cma_gid_find(struct ibv_context *verbs, const uint8_t gid[16], int type);
  * ibv_gid_type: IBV_GID_TYPE_ROCE_V1 or _V2. */
 int cma_default_gid_type(const char *dev);
 
+/* The device's default RoCE TOS (the kernel's configfs default_roce_tos; 0 when unset or
+ * unreadable), which an id without RDMA_OPTION_ID_TOS takes when its route is resolved. */
+int cma_default_tos(const char *dev);
+
 #endif

@@ -500,6 +500,9 @@ int rdma_resolve_route(struct rdma_cm_id *cid, int timeout_ms)
 	}
 	/* The path MTU: the port's active MTU (iboe_get_mtu of the interface MTU). */
 	id->mtu = id->dev->active_mtu;
+	/* The device's default TOS for an id without its own (cma_resolve_iboe_route). */
+	if (!id->tos_set)
+		id->tos = (uint8_t)cma_default_tos(id->dev->name);
 	cma_fill_path(id);
 	id->state = CMA_ROUTE_RESOLVED;
 	err = cma_event_post(id, NULL, RDMA_CM_EVENT_ROUTE_RESOLVED, 0, NULL, 0, NULL);

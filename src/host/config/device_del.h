@@ -4,7 +4,7 @@
 #define UROCE_HOST_CONFIG_DEVICE_DEL_H
 
 /*
- * Remove a defined device, its default RoCE mode and its counters. Returns 0, -EINVAL for a bad
+ * Remove a defined device, its default RoCE mode and TOS and its counters. Returns 0, -EINVAL for a bad
  * name, -ENODEV when no device of that name is defined, or an unlink error.
  */
 int uroce_dev_del(const char *rundir, const char *name);

@@ -40,8 +40,7 @@ static bool supports(unsigned roce, int version)
 	return (version == 1 && (roce & UROCE_ROCE_V1)) || (version == 2 && (roce & UROCE_ROCE_V2));
 }
 
-/* The string in text, with at most one trailing newline, as a version; 0 if neither. */
-static int parse_mode(const char *text, size_t len)
+int uroce_mode_parse(const char *text, size_t len)
 {
 	if (len > 0 && text[len - 1] == '\n')
 		len--;
@@ -86,7 +85,7 @@ int uroce_mode_get(const char *rundir, const char *dev, int port, int *version)
 		return -EBADMSG;
 	if (err)
 		return err;
-	v = parse_mode(text, len);
+	v = uroce_mode_parse(text, len);
 	if (!v)
 		return -EBADMSG;
 	*version = supports(d.roce, v) ? v : default_version(d.roce);

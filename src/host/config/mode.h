@@ -27,6 +27,12 @@
 /* "IB/RoCE v1" for 1, "RoCE v2" for 2, NULL otherwise. */
 const char *uroce_mode_str(int version);
 
+/*
+ * The version (1 or 2) a mode string names: text[0..len) is "IB/RoCE v1" or "RoCE v2" with at
+ * most one trailing newline, as the kernel's ib_cache_gid_parse_type_str takes it; 0 otherwise.
+ */
+int uroce_mode_parse(const char *text, size_t len);
+
 /* <rundir>/rdma_cm/<dev>/ports/<port>/default_roce_mode into buf. 0 or -ENAMETOOLONG. */
 int uroce_mode_path(const char *rundir, const char *dev, int port, char *buf, size_t cap);
 
