@@ -61,7 +61,7 @@ const char *uroce_roce_str(unsigned mask)
 	}
 }
 
-/* ---- MTU and GUID --------------------------------------------------------------------- */
+/* ---- MTU, rate and GUID --------------------------------------------------------------- */
 
 /* Round down to an IB MTU; -EINVAL below 256. */
 static int ib_mtu_floor(long n)
@@ -102,6 +102,36 @@ int uroce_mtu_enum(int bytes)
 		return 5;
 	default:
 		return 0;
+	}
+}
+
+void uroce_ib_rate_from_eth(unsigned mbps, uint8_t *width, uint8_t *speed)
+{
+	/* ib_get_width_and_speed() without lanes: the first row whose limit is not below. */
+	static const struct {
+		unsigned max_mbps;
+		uint8_t width, speed;
+	} rows[] = {
+		{1000, UROCE_IB_WIDTH_1X, UROCE_IB_SPEED_SDR},
+		{10000, UROCE_IB_WIDTH_1X, UROCE_IB_SPEED_FDR10},
+		{20000, UROCE_IB_WIDTH_4X, UROCE_IB_SPEED_DDR},
+		{25000, UROCE_IB_WIDTH_1X, UROCE_IB_SPEED_EDR},
+		{40000, UROCE_IB_WIDTH_4X, UROCE_IB_SPEED_FDR10},
+		{50000, UROCE_IB_WIDTH_2X, UROCE_IB_SPEED_EDR},
+		{100000, UROCE_IB_WIDTH_4X, UROCE_IB_SPEED_EDR},
+		{200000, UROCE_IB_WIDTH_4X, UROCE_IB_SPEED_HDR},
+	};
+
+	if (mbps == 0)
+		mbps = UROCE_ETH_SPEED_DEFAULT;
+	*width = UROCE_IB_WIDTH_4X;
+	*speed = UROCE_IB_SPEED_NDR; /* above 200000 */
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		if (mbps <= rows[i].max_mbps) {
+			*width = rows[i].width;
+			*speed = rows[i].speed;
+			return;
+		}
 	}
 }
 
@@ -158,8 +188,8 @@ void uroce_dev_info(const struct uroce_devdef *def, const struct uroce_netif_lis
 	info->path_mtu = uroce_mtu_path(nif->mtu);
 	memcpy(info->mac, nif->mac, 6);
 	info->guid_from_name = uroce_dev_node_guid(def->name, nif->mac, info->node_guid);
-	info->ib_width = 1; /* 1X */
-	info->ib_speed = 1; /* SDR */
+	info->eth_speed_mbps = nif->speed_mbps;
+	uroce_ib_rate_from_eth(nif->speed_mbps, &info->ib_width, &info->ib_speed);
 }
 
 /* ---- definitions ---------------------------------------------------------------------- */
