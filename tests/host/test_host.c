@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Host-layer unit tests: MTU rules, port rates from link speeds, names, EUI-64 and node GUIDs,
- * GID table layouts (from synthetic interfaces), the run-time directory, default RoCE modes
- * and the counter files (writer API across processes, reader, and `uroce stats` printing them).
+ * GID table layouts (from synthetic interfaces), device order, the run-time directory, default
+ * RoCE modes and the counter files (writer API across processes, reader, and `uroce stats`
+ * printing them).
  *   test_host UROCE   (UROCE: the uroce binary, for the printer checks)
  * Uses a mktemp -d run-time directory, removed at the end, and the loopback interface.
  */
@@ -372,6 +373,60 @@ static void test_devices_and_mode(void)
 	CHECK(uroce_dev_any_defined(rundir) == 0);
 }
 
+/* Write a definition file of device name on netdev into run-time directory r. */
+static void write_def(const char *r, const char *name, const char *netdev)
+{
+	char path[PATH_MAX], text[64];
+	int len = snprintf(text, sizeof(text), "netdev %s\nroce v2\n", netdev);
+
+	CHECK(uroce_dev_path(r, name, path, sizeof(path)) == 0);
+	CHECK(uroce_rundir_write(path, text, (size_t)len, true) == 0);
+}
+
+/* Device order: loopback devices last; automatic ones by interface index, defined ones by name,
+ * whatever order the snapshot lists the interfaces in. */
+static void test_dev_order(void)
+{
+	struct uroce_netif_addr a[3];
+	struct uroce_netif nifs[3] = {
+		{.name = "lo", .ifindex = 1, .flags = IFF_UP | IFF_RUNNING | IFF_LOOPBACK,
+		 .naddrs = 1, .addrs = &a[0]},
+		{.name = "eth1", .ifindex = 3, .flags = IFF_UP | IFF_RUNNING, .naddrs = 1,
+		 .addrs = &a[1]},
+		{.name = "eth0", .ifindex = 2, .flags = IFF_UP | IFF_RUNNING, .naddrs = 1,
+		 .addrs = &a[2]},
+	};
+	struct uroce_netif_list ifs = {.n = 3, .ifs = nifs};
+	struct uroce_devdef *v = NULL;
+	char r[PATH_MAX], dir[PATH_MAX];
+	int n = 0;
+
+	addr4(&a[0], "127.0.0.1");
+	addr4(&a[1], "198.18.1.1");
+	addr4(&a[2], "198.18.2.1");
+	CHECK(uroce_rundir_join(r, sizeof(r), "%s/order", rundir) == 0);
+	CHECK(uroce_dev_list(r, &ifs, &v, &n) == 0 && n == 3);
+	if (n == 3)
+		CHECKF(!strcmp(v[0].name, "uroce_eth0") && !strcmp(v[1].name, "uroce_eth1") &&
+			       !strcmp(v[2].name, "uroce_lo"),
+		       "automatic order: %s %s %s", v[0].name, v[1].name, v[2].name);
+	free(v);
+
+	/* Defined: by name, the one on lo last; one whose interface is gone is not loopback. */
+	CHECK(uroce_rundir_join(dir, sizeof(dir), "%s/devices", r) == 0);
+	CHECK(uroce_rundir_mkdirs(dir) == 0);
+	write_def(r, "a_lo", "lo");
+	write_def(r, "b_eth1", "eth1");
+	write_def(r, "c_eth0", "eth0");
+	write_def(r, "d_gone", "gone0");
+	CHECK(uroce_dev_list(r, &ifs, &v, &n) == 0 && n == 4);
+	if (n == 4)
+		CHECKF(!strcmp(v[0].name, "b_eth1") && !strcmp(v[1].name, "c_eth0") &&
+			       !strcmp(v[2].name, "d_gone") && !strcmp(v[3].name, "a_lo"),
+		       "defined order: %s %s %s %s", v[0].name, v[1].name, v[2].name, v[3].name);
+	free(v);
+}
+
 /* Run cmd, return its stdout (static buffer) and *status. */
 static const char *run(const char *cmd, int *status)
 {
@@ -671,6 +726,7 @@ int main(int argc, char **argv)
 	test_sysfs_tree();
 	test_rundir();
 	test_devices_and_mode();
+	test_dev_order();
 	test_stats(argv[1]);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", rundir);
 	if (system(cmd) != 0)

@@ -323,8 +323,52 @@ static int list_auto(const struct uroce_netif_list *ifs, struct uroce_devdef **o
 	return 0;
 }
 
-int uroce_dev_list(const char *rundir, const struct uroce_netif_list *ifs,
-		   struct uroce_devdef **out, int *n)
+/* A device with what orders it. */
+struct dev_key {
+	bool loopback;
+	unsigned ifindex;
+	struct uroce_devdef def;
+};
+
+static int dev_key_cmp(const void *a, const void *b)
+{
+	const struct dev_key *x = a, *y = b;
+
+	if (x->loopback != y->loopback)
+		return x->loopback ? 1 : -1;
+	if (x->def.automatic && y->def.automatic && x->ifindex != y->ifindex)
+		return x->ifindex < y->ifindex ? -1 : 1;
+	return strcmp(x->def.name, y->def.name);
+}
+
+/* Put v[0..n) in uroce_dev_list()'s order using the snapshot ifs. */
+static int order(struct uroce_devdef *v, int n, const struct uroce_netif_list *ifs)
+{
+	struct dev_key *k;
+
+	if (n < 2)
+		return 0;
+	k = calloc((size_t)n, sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++) {
+		const struct uroce_netif *nif = uroce_netif_find(ifs, v[i].netdev);
+
+		k[i].def = v[i];
+		k[i].loopback = nif && (nif->flags & IFF_LOOPBACK);
+		k[i].ifindex = nif ? nif->ifindex : 0;
+	}
+	qsort(k, (size_t)n, sizeof(*k), dev_key_cmp);
+	for (int i = 0; i < n; i++)
+		v[i] = k[i].def;
+	free(k);
+	return 0;
+}
+
+/* The devices that exist, unordered: defined ones, else automatic ones from ifs (scanned when
+ * NULL). */
+static int list_unordered(const char *rundir, const struct uroce_netif_list *ifs,
+			  struct uroce_devdef **out, int *n)
 {
 	struct uroce_netif_list own;
 	int err = list_defined(rundir, out, n);
@@ -342,12 +386,37 @@ int uroce_dev_list(const char *rundir, const struct uroce_netif_list *ifs,
 	return err;
 }
 
+int uroce_dev_list(const char *rundir, const struct uroce_netif_list *ifs,
+		   struct uroce_devdef **out, int *n)
+{
+	struct uroce_netif_list own = {0};
+	int err;
+
+	if (!ifs) {
+		err = uroce_netif_scan(&own);
+		if (err)
+			return err;
+		ifs = &own;
+	}
+	err = list_unordered(rundir, ifs, out, n);
+	if (!err) {
+		err = order(*out, *n, ifs);
+		if (err) {
+			free(*out);
+			*out = NULL;
+			*n = 0;
+		}
+	}
+	uroce_netif_list_free(&own);
+	return err;
+}
+
 int uroce_dev_find(const char *rundir, const char *name, struct uroce_devdef *out)
 {
 	struct uroce_devdef *v;
 	int n, err;
 
-	err = uroce_dev_list(rundir, NULL, &v, &n);
+	err = list_unordered(rundir, NULL, &v, &n);
 	if (err)
 		return err;
 	err = -ENODEV;

@@ -145,8 +145,13 @@ int uroce_dev_add(const char *rundir, const struct uroce_devdef *def,
 int uroce_dev_path(const char *rundir, const char *name, char *buf, size_t cap);
 
 /*
- * The devices that exist: the defined ones sorted by name, or the automatic ones in interface
- * order when none is defined. ifs may be NULL (then interfaces are scanned when needed).
+ * The devices that exist, in the order that defines their index (ibv_get_device_list, the
+ * sysfs view's uverbsN, `uroce link show`, `uroce gids`): the defined ones by name, or the
+ * automatic ones by interface index when none is defined; either way devices on a loopback
+ * interface (IFF_LOOPBACK: uroce_lo) come after all others, so that a program that takes the
+ * first device (perftest, ibv_rc_pingpong without -d) gets one that reaches other hosts. A
+ * defined device whose interface is missing counts as not loopback.
+ * ifs is the interface snapshot to use; NULL: interfaces are scanned here when needed.
  * *out is malloc'd (free() it; NULL when *n is 0). Returns 0 or a negative errno. Unreadable or
  * malformed definition files are skipped.
  */
