@@ -15,6 +15,7 @@
 #include "host/config/mode.h"
 #include "host/os/netif.h"
 #include "host/config/rundir.h"
+#include "host/config/sysfs_tree.h"
 
 #define USAGE_LINES                                                                               \
 	"usage: uroce link add NAME netdev IFNAME [roce v1|v2|v1,v2]\n"                           \
@@ -41,8 +42,12 @@ static const char usage_text[] = USAGE_LINES
 	"      list the devices: DEVICE, NETDEV, STATE (ACTIVE when the interface is up and\n"
 	"      running, else DOWN), ROCE versions, MTU (active MTU as rxe computes it: interface\n"
 	"      MTU - 80 rounded down to 256, 512, 1024, 2048 or 4096) and ORIGIN (configured, or\n"
-	"      auto). -d adds the node GUID, the rdma_cm path MTU, the MAC, the interface index\n"
-	"      and the default RoCE mode.\n"
+	"      auto). -d adds the node GUID, the rdma_cm path MTU, the port rate (from the\n"
+	"      interface's ethtool speed; 4X EDR, 100 Gb/sec, for lo and veth), the MAC, the\n"
+	"      interface index and the default RoCE mode.\n"
+	"      The order is the device index of every listing (ibv_get_device_list, uverbsN,\n"
+	"      uroce gids): devices on loopback interfaces last, the others by interface index\n"
+	"      (automatic) or by name (defined).\n"
 	"\n"
 	"Automatic devices: while no device is defined, every interface that is up and has an\n"
 	"address (loopback included) has a device named uroce_IFNAME (uroce_lo, uroce_eth0),\n"
@@ -204,7 +209,7 @@ static void show_details(const char *rundir, const struct uroce_devdef *d,
 			 const struct uroce_devinfo *in)
 {
 	const uint8_t *g = in->node_guid;
-	char mac[18];
+	char mac[18], rate[48];
 	int mode;
 
 	if (!in->netdev_present) {
@@ -221,6 +226,14 @@ static void show_details(const char *rundir, const struct uroce_devdef *d,
 		printf("path %d (rdma_cm)\n", in->path_mtu);
 	else
 		printf("path none (rdma_cm: the interface MTU is below 352)\n");
+	uroce_sysfs_rate(in->ib_width, in->ib_speed, rate, sizeof(rate));
+	rate[strcspn(rate, "\n")] = '\0';
+	if (in->eth_speed_mbps)
+		printf("    rate %s, interface speed %u Mb/s\n", rate, in->eth_speed_mbps);
+	else
+		printf("    rate %s, the interface reports no link speed (lo, veth): "
+		       "taken as %u Mb/s\n",
+		       rate, UROCE_ETH_SPEED_DEFAULT);
 	fmt_mac(mac, in->mac);
 	printf("    mac %s ifindex %u\n", mac, in->ifindex);
 	if (uroce_mode_get(rundir, d->name, UROCE_DEV_PORT, &mode) == 0)

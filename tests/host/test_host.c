@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Host-layer unit tests: MTU rules, names, EUI-64 and node GUIDs, GID table layouts (from
- * synthetic interfaces), the run-time directory, default RoCE modes and the counter files
- * (writer API across processes, reader, and `uroce stats` printing them).
+ * Host-layer unit tests: MTU rules, port rates from link speeds, names, EUI-64 and node GUIDs,
+ * GID table layouts (from synthetic interfaces), device order, the run-time directory, default
+ * RoCE modes and the counter files (writer API across processes, reader, and `uroce stats`
+ * printing them).
  *   test_host UROCE   (UROCE: the uroce binary, for the printer checks)
  * Uses a mktemp -d run-time directory, removed at the end, and the loopback interface.
  */
@@ -53,6 +54,62 @@ static void test_mtu(void)
 	}
 	CHECK(uroce_mtu_enum(256) == 1 && uroce_mtu_enum(1024) == 3 && uroce_mtu_enum(4096) == 5);
 	CHECK(uroce_mtu_enum(1500) == 0);
+}
+
+/* The kernel's ib_get_width_and_speed() without lanes, at and around each limit; the rate
+ * file's text for each; and the device facts from a synthetic interface. */
+static void test_rate(void)
+{
+	static const struct {
+		unsigned mbps;
+		uint8_t width, speed;
+		const char *rate;
+	} cases[] = {
+		/* 0: no speed reported, UROCE_ETH_SPEED_DEFAULT */
+		{0, UROCE_IB_WIDTH_4X, UROCE_IB_SPEED_EDR, "100 Gb/sec (4X EDR)"},
+		{10, UROCE_IB_WIDTH_1X, UROCE_IB_SPEED_SDR, "2.5 Gb/sec (1X SDR)"},
+		{1000, UROCE_IB_WIDTH_1X, UROCE_IB_SPEED_SDR, "2.5 Gb/sec (1X SDR)"},
+		{1001, UROCE_IB_WIDTH_1X, UROCE_IB_SPEED_FDR10, "10 Gb/sec (1X FDR10)"},
+		{2500, UROCE_IB_WIDTH_1X, UROCE_IB_SPEED_FDR10, "10 Gb/sec (1X FDR10)"},
+		{10000, UROCE_IB_WIDTH_1X, UROCE_IB_SPEED_FDR10, "10 Gb/sec (1X FDR10)"},
+		{10001, UROCE_IB_WIDTH_4X, UROCE_IB_SPEED_DDR, "20 Gb/sec (4X DDR)"},
+		{20000, UROCE_IB_WIDTH_4X, UROCE_IB_SPEED_DDR, "20 Gb/sec (4X DDR)"},
+		{25000, UROCE_IB_WIDTH_1X, UROCE_IB_SPEED_EDR, "25 Gb/sec (1X EDR)"},
+		{25001, UROCE_IB_WIDTH_4X, UROCE_IB_SPEED_FDR10, "40 Gb/sec (4X FDR10)"},
+		{40000, UROCE_IB_WIDTH_4X, UROCE_IB_SPEED_FDR10, "40 Gb/sec (4X FDR10)"},
+		{50000, UROCE_IB_WIDTH_2X, UROCE_IB_SPEED_EDR, "50 Gb/sec (2X EDR)"},
+		{56000, UROCE_IB_WIDTH_4X, UROCE_IB_SPEED_EDR, "100 Gb/sec (4X EDR)"},
+		{100000, UROCE_IB_WIDTH_4X, UROCE_IB_SPEED_EDR, "100 Gb/sec (4X EDR)"},
+		{100001, UROCE_IB_WIDTH_4X, UROCE_IB_SPEED_HDR, "200 Gb/sec (4X HDR)"},
+		{200000, UROCE_IB_WIDTH_4X, UROCE_IB_SPEED_HDR, "200 Gb/sec (4X HDR)"},
+		{400000, UROCE_IB_WIDTH_4X, UROCE_IB_SPEED_NDR, "400 Gb/sec (4X NDR)"},
+		{4000000000u, UROCE_IB_WIDTH_4X, UROCE_IB_SPEED_NDR, "400 Gb/sec (4X NDR)"},
+	};
+	struct uroce_netif nif = {.name = "eth9", .ifindex = 9, .flags = IFF_UP | IFF_RUNNING,
+				  .mtu = 1500, .speed_mbps = 25000, .mac = {2, 0, 0, 0, 0, 9}};
+	struct uroce_netif_list ifs = {.n = 1, .ifs = &nif};
+	struct uroce_devdef def = {.name = "d9", .netdev = "eth9", .roce = UROCE_ROCE_V2};
+	struct uroce_devinfo info;
+	char buf[48], want[48];
+	uint8_t w, sp;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		w = sp = 0xee;
+		uroce_ib_rate_from_eth(cases[i].mbps, &w, &sp);
+		CHECKF(w == cases[i].width && sp == cases[i].speed, "%u Mb/s: width %u speed %u",
+		       cases[i].mbps, w, sp);
+		snprintf(want, sizeof(want), "%s\n", cases[i].rate);
+		uroce_sysfs_rate(w, sp, buf, sizeof(buf));
+		CHECKF(!strcmp(buf, want), "%u Mb/s: rate '%s', expected '%s'", cases[i].mbps, buf,
+		       cases[i].rate);
+	}
+	uroce_dev_info(&def, &ifs, &info);
+	CHECK(info.netdev_present && info.eth_speed_mbps == 25000);
+	CHECK(info.ib_width == UROCE_IB_WIDTH_1X && info.ib_speed == UROCE_IB_SPEED_EDR);
+	nif.speed_mbps = 0;
+	uroce_dev_info(&def, &ifs, &info);
+	CHECK(info.eth_speed_mbps == 0);
+	CHECK(info.ib_width == UROCE_IB_WIDTH_4X && info.ib_speed == UROCE_IB_SPEED_EDR);
 }
 
 static void test_names(void)
@@ -347,6 +404,60 @@ static void test_devices_and_mode(void)
 	CHECK(uroce_dev_any_defined(rundir) == 0);
 }
 
+/* Write a definition file of device name on netdev into run-time directory r. */
+static void write_def(const char *r, const char *name, const char *netdev)
+{
+	char path[PATH_MAX], text[64];
+	int len = snprintf(text, sizeof(text), "netdev %s\nroce v2\n", netdev);
+
+	CHECK(uroce_dev_path(r, name, path, sizeof(path)) == 0);
+	CHECK(uroce_rundir_write(path, text, (size_t)len, true) == 0);
+}
+
+/* Device order: loopback devices last; automatic ones by interface index, defined ones by name,
+ * whatever order the snapshot lists the interfaces in. */
+static void test_dev_order(void)
+{
+	struct uroce_netif_addr a[3];
+	struct uroce_netif nifs[3] = {
+		{.name = "lo", .ifindex = 1, .flags = IFF_UP | IFF_RUNNING | IFF_LOOPBACK,
+		 .naddrs = 1, .addrs = &a[0]},
+		{.name = "eth1", .ifindex = 3, .flags = IFF_UP | IFF_RUNNING, .naddrs = 1,
+		 .addrs = &a[1]},
+		{.name = "eth0", .ifindex = 2, .flags = IFF_UP | IFF_RUNNING, .naddrs = 1,
+		 .addrs = &a[2]},
+	};
+	struct uroce_netif_list ifs = {.n = 3, .ifs = nifs};
+	struct uroce_devdef *v = NULL;
+	char r[PATH_MAX], dir[PATH_MAX];
+	int n = 0;
+
+	addr4(&a[0], "127.0.0.1");
+	addr4(&a[1], "198.18.1.1");
+	addr4(&a[2], "198.18.2.1");
+	CHECK(uroce_rundir_join(r, sizeof(r), "%s/order", rundir) == 0);
+	CHECK(uroce_dev_list(r, &ifs, &v, &n) == 0 && n == 3);
+	if (n == 3)
+		CHECKF(!strcmp(v[0].name, "uroce_eth0") && !strcmp(v[1].name, "uroce_eth1") &&
+			       !strcmp(v[2].name, "uroce_lo"),
+		       "automatic order: %s %s %s", v[0].name, v[1].name, v[2].name);
+	free(v);
+
+	/* Defined: by name, the one on lo last; one whose interface is gone is not loopback. */
+	CHECK(uroce_rundir_join(dir, sizeof(dir), "%s/devices", r) == 0);
+	CHECK(uroce_rundir_mkdirs(dir) == 0);
+	write_def(r, "a_lo", "lo");
+	write_def(r, "b_eth1", "eth1");
+	write_def(r, "c_eth0", "eth0");
+	write_def(r, "d_gone", "gone0");
+	CHECK(uroce_dev_list(r, &ifs, &v, &n) == 0 && n == 4);
+	if (n == 4)
+		CHECKF(!strcmp(v[0].name, "b_eth1") && !strcmp(v[1].name, "c_eth0") &&
+			       !strcmp(v[2].name, "d_gone") && !strcmp(v[3].name, "a_lo"),
+		       "defined order: %s %s %s %s", v[0].name, v[1].name, v[2].name, v[3].name);
+	free(v);
+}
+
 /* Run cmd, return its stdout (static buffer) and *status. */
 static const char *run(const char *cmd, int *status)
 {
@@ -587,7 +698,7 @@ static void test_sysfs_tree(void)
 	CHECK_EQ(s.type_files, 2);		    /* only the occupied ones */
 	CHECK_EQ(s.links, 1);
 	CHECK(!strcmp(s.state, "4: ACTIVE\n"));
-	CHECK(!strcmp(s.rate, "2.5 Gb/sec (1X)\n"));
+	CHECK(!strcmp(s.rate, "2.5 Gb/sec (1X SDR)\n"));
 	CHECK(!strcmp(s.type0, "IB/RoCE v1\n"));
 	CHECK(!strcmp(s.type1, "RoCE v2\n"));
 	CHECK(!strcmp(s.ndev1, "veth7\n"));
@@ -618,9 +729,9 @@ static void test_sysfs_tree(void)
 	/* The kernel's rate_show() strings. */
 	CHECK(!strcmp(uroce_sysfs_rate(2, 32, rate, sizeof(rate)), "100 Gb/sec (4X EDR)\n"));
 	CHECK(!strcmp(uroce_sysfs_rate(1, 16, rate, sizeof(rate)), "14 Gb/sec (1X FDR)\n"));
-	CHECK(!strcmp(uroce_sysfs_rate(2, 1, rate, sizeof(rate)), "10 Gb/sec (4X)\n"));
+	CHECK(!strcmp(uroce_sysfs_rate(2, 1, rate, sizeof(rate)), "10 Gb/sec (4X SDR)\n"));
 	CHECK(!strcmp(uroce_sysfs_rate(1, 64, rate, sizeof(rate)), "50 Gb/sec (1X HDR)\n"));
-	CHECK(!strcmp(uroce_sysfs_rate(16, 1, rate, sizeof(rate)), "5 Gb/sec (2X)\n"));
+	CHECK(!strcmp(uroce_sysfs_rate(16, 1, rate, sizeof(rate)), "5 Gb/sec (2X SDR)\n"));
 }
 
 int main(int argc, char **argv)
@@ -639,12 +750,14 @@ int main(int argc, char **argv)
 	}
 	setenv("UROCE_RUNDIR", rundir, 1);
 	test_mtu();
+	test_rate();
 	test_names();
 	test_guid();
 	test_gid_layout();
 	test_sysfs_tree();
 	test_rundir();
 	test_devices_and_mode();
+	test_dev_order();
 	test_stats(argv[1]);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", rundir);
 	if (system(cmd) != 0)

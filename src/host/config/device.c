@@ -61,7 +61,7 @@ const char *uroce_roce_str(unsigned mask)
 	}
 }
 
-/* ---- MTU and GUID --------------------------------------------------------------------- */
+/* ---- MTU, rate and GUID --------------------------------------------------------------- */
 
 /* Round down to an IB MTU; -EINVAL below 256. */
 static int ib_mtu_floor(long n)
@@ -102,6 +102,36 @@ int uroce_mtu_enum(int bytes)
 		return 5;
 	default:
 		return 0;
+	}
+}
+
+void uroce_ib_rate_from_eth(unsigned mbps, uint8_t *width, uint8_t *speed)
+{
+	/* ib_get_width_and_speed() without lanes: the first row whose limit is not below. */
+	static const struct {
+		unsigned max_mbps;
+		uint8_t width, speed;
+	} rows[] = {
+		{1000, UROCE_IB_WIDTH_1X, UROCE_IB_SPEED_SDR},
+		{10000, UROCE_IB_WIDTH_1X, UROCE_IB_SPEED_FDR10},
+		{20000, UROCE_IB_WIDTH_4X, UROCE_IB_SPEED_DDR},
+		{25000, UROCE_IB_WIDTH_1X, UROCE_IB_SPEED_EDR},
+		{40000, UROCE_IB_WIDTH_4X, UROCE_IB_SPEED_FDR10},
+		{50000, UROCE_IB_WIDTH_2X, UROCE_IB_SPEED_EDR},
+		{100000, UROCE_IB_WIDTH_4X, UROCE_IB_SPEED_EDR},
+		{200000, UROCE_IB_WIDTH_4X, UROCE_IB_SPEED_HDR},
+	};
+
+	if (mbps == 0)
+		mbps = UROCE_ETH_SPEED_DEFAULT;
+	*width = UROCE_IB_WIDTH_4X;
+	*speed = UROCE_IB_SPEED_NDR; /* above 200000 */
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		if (mbps <= rows[i].max_mbps) {
+			*width = rows[i].width;
+			*speed = rows[i].speed;
+			return;
+		}
 	}
 }
 
@@ -158,8 +188,8 @@ void uroce_dev_info(const struct uroce_devdef *def, const struct uroce_netif_lis
 	info->path_mtu = uroce_mtu_path(nif->mtu);
 	memcpy(info->mac, nif->mac, 6);
 	info->guid_from_name = uroce_dev_node_guid(def->name, nif->mac, info->node_guid);
-	info->ib_width = 1; /* 1X */
-	info->ib_speed = 1; /* SDR */
+	info->eth_speed_mbps = nif->speed_mbps;
+	uroce_ib_rate_from_eth(nif->speed_mbps, &info->ib_width, &info->ib_speed);
 }
 
 /* ---- definitions ---------------------------------------------------------------------- */
@@ -293,8 +323,52 @@ static int list_auto(const struct uroce_netif_list *ifs, struct uroce_devdef **o
 	return 0;
 }
 
-int uroce_dev_list(const char *rundir, const struct uroce_netif_list *ifs,
-		   struct uroce_devdef **out, int *n)
+/* A device with what orders it. */
+struct dev_key {
+	bool loopback;
+	unsigned ifindex;
+	struct uroce_devdef def;
+};
+
+static int dev_key_cmp(const void *a, const void *b)
+{
+	const struct dev_key *x = a, *y = b;
+
+	if (x->loopback != y->loopback)
+		return x->loopback ? 1 : -1;
+	if (x->def.automatic && y->def.automatic && x->ifindex != y->ifindex)
+		return x->ifindex < y->ifindex ? -1 : 1;
+	return strcmp(x->def.name, y->def.name);
+}
+
+/* Put v[0..n) in uroce_dev_list()'s order using the snapshot ifs. */
+static int order(struct uroce_devdef *v, int n, const struct uroce_netif_list *ifs)
+{
+	struct dev_key *k;
+
+	if (n < 2)
+		return 0;
+	k = calloc((size_t)n, sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++) {
+		const struct uroce_netif *nif = uroce_netif_find(ifs, v[i].netdev);
+
+		k[i].def = v[i];
+		k[i].loopback = nif && (nif->flags & IFF_LOOPBACK);
+		k[i].ifindex = nif ? nif->ifindex : 0;
+	}
+	qsort(k, (size_t)n, sizeof(*k), dev_key_cmp);
+	for (int i = 0; i < n; i++)
+		v[i] = k[i].def;
+	free(k);
+	return 0;
+}
+
+/* The devices that exist, unordered: defined ones, else automatic ones from ifs (scanned when
+ * NULL). */
+static int list_unordered(const char *rundir, const struct uroce_netif_list *ifs,
+			  struct uroce_devdef **out, int *n)
 {
 	struct uroce_netif_list own;
 	int err = list_defined(rundir, out, n);
@@ -312,12 +386,37 @@ int uroce_dev_list(const char *rundir, const struct uroce_netif_list *ifs,
 	return err;
 }
 
+int uroce_dev_list(const char *rundir, const struct uroce_netif_list *ifs,
+		   struct uroce_devdef **out, int *n)
+{
+	struct uroce_netif_list own = {0};
+	int err;
+
+	if (!ifs) {
+		err = uroce_netif_scan(&own);
+		if (err)
+			return err;
+		ifs = &own;
+	}
+	err = list_unordered(rundir, ifs, out, n);
+	if (!err) {
+		err = order(*out, *n, ifs);
+		if (err) {
+			free(*out);
+			*out = NULL;
+			*n = 0;
+		}
+	}
+	uroce_netif_list_free(&own);
+	return err;
+}
+
 int uroce_dev_find(const char *rundir, const char *name, struct uroce_devdef *out)
 {
 	struct uroce_devdef *v;
 	int n, err;
 
-	err = uroce_dev_list(rundir, NULL, &v, &n);
+	err = list_unordered(rundir, NULL, &v, &n);
 	if (err)
 		return err;
 	err = -ENODEV;

@@ -25,6 +25,10 @@
  *   IB MTU fits: the pure functions return -EINVAL. The device then reports an active MTU of 256
  *   with mtu_too_small set, exactly as rxe clamps (rxe_set_mtu), so verbs callers see a valid
  *   enum; rdma_cm path resolution over such a device has to fail (path_mtu < 0).
+ * - Port rate (active width and speed): from the interface's ethtool speed, mapped as the
+ *   kernel maps it for a RoCE device whose driver reports no lanes (ib_get_width_and_speed in
+ *   drivers/infiniband/core/verbs.c; the ethtool ioctl carries no lanes). An interface that
+ *   reports no speed (lo, a NIC without link) gets UROCE_ETH_SPEED_DEFAULT, see there.
  * - Node GUID: the EUI-64 of the MAC (flip the U/L bit, insert ff:fe), as rxe does. An all-zero
  *   MAC (loopback, interfaces without a link-layer address) would give 0200:00ff:fe00:0000 on
  *   every such device of every host; instead the GUID is a 64-bit FNV-1a hash of the device
@@ -71,9 +75,52 @@ struct uroce_devinfo {
 	uint8_t mac[6];
 	uint8_t node_guid[8];
 	bool guid_from_name; /* the MAC is all zero: GUID hashed from the device name */
-	uint8_t ib_width;    /* active_width code (1: 1X), as ibv_query_port reports it */
-	uint8_t ib_speed;    /* active_speed code (1: SDR) */
+	unsigned eth_speed_mbps; /* the interface's ethtool speed, 0 when it reports none */
+	uint8_t ib_width;	 /* active_width code (enum uroce_ib_width), as ibv_query_port's */
+	uint8_t ib_speed;	 /* active_speed code (enum uroce_ib_speed) */
 };
+
+/* IB link width codes (ibv_port_attr.active_width, the kernel's enum ib_port_width). */
+enum uroce_ib_width {
+	UROCE_IB_WIDTH_1X = 1,
+	UROCE_IB_WIDTH_2X = 16,
+	UROCE_IB_WIDTH_4X = 2,
+	UROCE_IB_WIDTH_8X = 4,
+	UROCE_IB_WIDTH_12X = 8,
+};
+
+/* IB link speed codes per lane (ibv_port_attr.active_speed, the kernel's enum ib_port_speed). */
+enum uroce_ib_speed {
+	UROCE_IB_SPEED_SDR = 1,	  /* 2.5 Gbit/s */
+	UROCE_IB_SPEED_DDR = 2,	  /* 5 */
+	UROCE_IB_SPEED_QDR = 4,	  /* 10 */
+	UROCE_IB_SPEED_FDR10 = 8, /* 10 */
+	UROCE_IB_SPEED_FDR = 16,  /* 14 */
+	UROCE_IB_SPEED_EDR = 32,  /* 25 */
+	UROCE_IB_SPEED_HDR = 64,  /* 50 */
+	UROCE_IB_SPEED_NDR = 128, /* 100 */
+};
+
+/*
+ * Mbit/s assumed for an interface that reports no speed: 100000, which maps to 4X EDR. Such
+ * interfaces are lo, veth (host/os/ethtool.h), virtio-net without a configured speed, and a
+ * NIC whose link is down (where the rate does not matter). lo and veth move data at memory
+ * speed, tens of Gbit/s, not over a wire. The kernel's own default (1000, 1X SDR: 2.5 Gbit/s)
+ * would make UCX, which turns active_speed x active_width into its bandwidth model and weighs
+ * transports and lanes by it, rank the device below its own TCP transport on the same
+ * interface and add that as a second lane for large messages (it drops lanes more than
+ * UCX_MULTI_LANE_MAX_RATIO, 4, times slower than the fastest). 4X EDR is also what the
+ * 100 GbE RoCE NICs uroce stands in for report.
+ */
+#define UROCE_ETH_SPEED_DEFAULT 100000u
+
+/*
+ * IB width and speed codes of a RoCE port on an interface of speed mbps (Mbit/s; 0: none
+ * reported, UROCE_ETH_SPEED_DEFAULT is used), as the kernel's ib_get_width_and_speed() maps
+ * a speed without lanes: up to 1000 1X SDR, 10000 1X FDR10, 20000 4X DDR, 25000 1X EDR,
+ * 40000 4X FDR10, 50000 2X EDR, 100000 4X EDR, 200000 4X HDR, above 4X NDR.
+ */
+void uroce_ib_rate_from_eth(unsigned mbps, uint8_t *width, uint8_t *speed);
 
 /* 0 when name is a valid device name, else -EINVAL. */
 int uroce_dev_name_check(const char *name);
@@ -98,8 +145,13 @@ int uroce_dev_add(const char *rundir, const struct uroce_devdef *def,
 int uroce_dev_path(const char *rundir, const char *name, char *buf, size_t cap);
 
 /*
- * The devices that exist: the defined ones sorted by name, or the automatic ones in interface
- * order when none is defined. ifs may be NULL (then interfaces are scanned when needed).
+ * The devices that exist, in the order that defines their index (ibv_get_device_list, the
+ * sysfs view's uverbsN, `uroce link show`, `uroce gids`): the defined ones by name, or the
+ * automatic ones by interface index when none is defined; either way devices on a loopback
+ * interface (IFF_LOOPBACK: uroce_lo) come after all others, so that a program that takes the
+ * first device (perftest, ibv_rc_pingpong without -d) gets one that reaches other hosts. A
+ * defined device whose interface is missing counts as not loopback.
+ * ifs is the interface snapshot to use; NULL: interfaces are scanned here when needed.
  * *out is malloc'd (free() it; NULL when *n is 0). Returns 0 or a negative errno. Unreadable or
  * malformed definition files are skipped.
  */

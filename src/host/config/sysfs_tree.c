@@ -70,7 +70,7 @@ const char *uroce_sysfs_rate(unsigned width, unsigned speed, char *buf, size_t c
 		unsigned code, lanes;
 	} widths[] = {{1, 1}, {2, 4}, {4, 8}, {8, 12}, {16, 2}};
 	unsigned tenths = 25, lanes = 1;
-	const char *name = ""; /* SDR, and any code the table lacks */
+	const char *name = " SDR"; /* SDR, and any code the table lacks (as the kernel) */
 
 	for (size_t i = 0; i < sizeof(speeds) / sizeof(speeds[0]); i++)
 		if (speeds[i].code == speed) {

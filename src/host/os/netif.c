@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Interface snapshot (getifaddrs + SIOCGIFMTU) and an rtnetlink change watch. */
+/* Interface snapshot (getifaddrs, SIOCGIFMTU, SIOCETHTOOL) and an rtnetlink change watch. */
 #include "host/os/netif.h"
 
 #include <errno.h>
@@ -15,6 +15,8 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include "host/os/ethtool.h"
 
 void uroce_netif_list_free(struct uroce_netif_list *l)
 {
@@ -186,6 +188,8 @@ int uroce_netif_scan(struct uroce_netif_list *l)
 	sock = ioctl_socket();
 	for (int i = 0; i < l->n; i++) {
 		l->ifs[i].mtu = read_mtu(sock, l->ifs[i].name);
+		if (sock < 0 || uroce_ethtool_speed(sock, l->ifs[i].name, &l->ifs[i].speed_mbps))
+			l->ifs[i].speed_mbps = 0;
 		if (!l->ifs[i].ifindex) { /* no link-layer address */
 			l->ifs[i].ifindex = if_nametoindex(l->ifs[i].name);
 			l->ifs[i].arphrd = read_hwtype(sock, l->ifs[i].name);

@@ -5,8 +5,9 @@
  *
  * Design notes
  * - One snapshot per call: uroce_netif_scan() reads everything with getifaddrs() (one
- *   RTM_GETLINK and one RTM_GETADDR dump) and the MTU with SIOCGIFMTU, in the caller's network
- *   namespace. It is cheap enough to call again whenever something may have changed.
+ *   RTM_GETLINK and one RTM_GETADDR dump), the MTU with SIOCGIFMTU and the link speed with
+ *   SIOCETHTOOL, in the caller's network namespace. It is cheap enough to call again
+ *   whenever something may have changed.
  * - Change notification: uroce_netif_watch_open() returns a non-blocking rtnetlink socket joined
  *   to the link and address groups; a progress loop polls it and calls
  *   uroce_netif_watch_drain(), which says whether anything changed, then scans again. The kernel
@@ -37,6 +38,7 @@ struct uroce_netif {
 	unsigned ifindex;
 	unsigned flags;	       /* IFF_* as getifaddrs reports (IFF_UP, IFF_RUNNING, ...) */
 	unsigned mtu;	       /* 0 when it could not be read */
+	unsigned speed_mbps;   /* link speed from ethtool (host/os/ethtool.h), 0 when none */
 	uint8_t mac[6];	       /* all zero when the interface has none (loopback, tun) */
 	unsigned short arphrd; /* ARPHRD_* link type */
 	int naddrs;
