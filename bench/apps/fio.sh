@@ -61,13 +61,13 @@ rdma_run() { # VERB BS DEPTH SERVER_DEPTH lat|bw
 	if [ "$verb" = send ]; then
 		# A fixed amount, the same on both sides: the server ends on its count.
 		if [ "$kind" = bw ]; then size=$((512 << 20)); else size=$((20000 * bs)); fi
-		amount=(--size=$size)
+		amount=("--size=$size")
 	else
 		# The server ends on the client's finishing message; its size is only a bound.
 		size=$((1 << 40))
-		amount=(--size=$size --time_based --runtime="$SECS")
+		amount=("--size=$size" --time_based --runtime="$SECS")
 	fi
-	local common=(--ioengine=rdma --port=$PORT --verb="$verb" --bs="$bs" --thread=1
+	local common=(--ioengine=rdma "--port=$PORT" --verb="$verb" --bs="$bs" --thread=1
 		--hostname="$A4" --output-format=json)
 	ip netns exec "$NSA" env UROCE_RUNDIR="$RUNA" timeout -k 5 $((SECS + 60)) \
 		"$UROCE" run -- fio --name=srv "${common[@]}" --size=$size --iodepth="$sd" --rw=read \
@@ -144,7 +144,7 @@ for rep in $(seq "$REPS"); do
 	for verb in write read send; do
 		sd=16
 		[ $verb = send ] && sd=512
-		for try in 1 2 3; do
+		for _ in 1 2 3; do
 			v=$(rdma_run $verb 65536 16 $sd bw)
 			[ -n "$v" ] && break
 			[ $verb = send ] || break

@@ -44,7 +44,7 @@ print(eval(sys.argv[2], {"j": j}))' "$1" "$2" 2>/dev/null
 # One transfer: a server job and a client job with the same verb and block size.
 run() { # NAME VERB BS COUNT CLIENT_DEPTH SERVER_DEPTH
 	local name=$1 verb=$2 bs=$3 n=$4 cd=$5 sd=$6 spid cst sst bytes
-	local common=(--ioengine=rdma --port=$PORT --verb="$verb" --bs="$bs" --size=$((bs * n))
+	local common=(--ioengine=rdma "--port=$PORT" --verb="$verb" --bs="$bs" "--size=$((bs * n))"
 		--thread=1 --hostname="$A4" --output-format=json)
 	ip netns exec "$NSA" env UROCE_RUNDIR="$RUNA" timeout -k 5 40 \
 		"$UROCE" run -- fio --name=srv "${common[@]}" --iodepth="$sd" --rw=read \
