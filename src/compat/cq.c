@@ -209,11 +209,11 @@ int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq_out, v
 	ssize_t r;
 
 	for (;;) {
+		/* EAGAIN on a non-blocking channel; EINTR on a signal whose handler lacks
+		 * SA_RESTART, as rdma-core's read(2) of the uverbs event file. */
 		r = read(channel->fd, &v, sizeof(v));
-		if (r < 0 && errno == EINTR)
-			continue;
 		if (r != sizeof(v))
-			return -1; /* EAGAIN on a non-blocking channel */
+			return -1;
 		pthread_mutex_lock(&ch->lock);
 		cq = ch->head;
 		if (cq) {

@@ -25,16 +25,16 @@ static void fd_signal(int fd)
 	while (r < 0 && errno == EINTR);
 }
 
-/* One count off fd: 0, or -1 with errno (EAGAIN on a non-blocking fd with none). */
+/*
+ * One count off fd: 0, or -1 with errno (EAGAIN on a non-blocking fd with none; EINTR when a
+ * signal whose handler lacks SA_RESTART arrives while it blocks, as the kernel's uverbs event
+ * file read does: programs such as qperf end a blocked wait with a timer signal).
+ */
 static int fd_wait(int fd)
 {
 	uint64_t v;
-	ssize_t r;
 
-	do
-		r = read(fd, &v, sizeof(v));
-	while (r < 0 && errno == EINTR);
-	return r == sizeof(v) ? 0 : -1;
+	return read(fd, &v, sizeof(v)) == sizeof(v) ? 0 : -1;
 }
 
 static void comp_event(struct compat_cq *cq)

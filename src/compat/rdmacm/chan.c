@@ -268,11 +268,10 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
 		return -1;
 	}
 	for (;;) {
-		if (read(fd, &v, sizeof(v)) < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1; /* EAGAIN on a non-blocking channel */
-		}
+		/* EAGAIN on a non-blocking channel; EINTR on a signal whose handler lacks
+		 * SA_RESTART, as rdma-core's write(2) to the ucma file. */
+		if (read(fd, &v, sizeof(v)) < 0)
+			return -1;
 		pthread_mutex_lock(&cma_lock);
 		c = cma_chan_find(channel);
 		e = c ? c->head : NULL;

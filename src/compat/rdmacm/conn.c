@@ -59,10 +59,19 @@ void cma_id_drop_conn(struct cma_id *id)
 void cma_close_all(void)
 {
 	/* The wills stay armed: the watchdog's copies back up these DREQs, which nobody will
-	 * retry once the process is gone. */
-	for (struct cma_id *i = cma_all_ids(); i; i = i->next_id)
-		if (i->conn && uroce_ibcm_conn_state(i->conn) == UROCE_IBCM_ESTABLISHED)
-			release_conn(i); /* sends the DREQ */
+	 * retry once the process is gone. A connection the peer is disconnecting gets its DREP
+	 * (the kernel's cm_destroy_id in DREQ_RCVD), so that the peer's rdma_disconnect ends now
+	 * rather than after its DREQ retries: qperf's server answers its client's DREQ only by
+	 * exiting. */
+	for (struct cma_id *i = cma_all_ids(); i; i = i->next_id) {
+		enum uroce_ibcm_state st;
+
+		if (!i->conn)
+			continue;
+		st = uroce_ibcm_conn_state(i->conn);
+		if (st == UROCE_IBCM_ESTABLISHED || st == UROCE_IBCM_DREQ_RCVD)
+			release_conn(i); /* sends the DREQ, or the DREP */
+	}
 }
 
 static void addr_of(const struct cma_id *id, struct uroce_ibcm_addr *a)

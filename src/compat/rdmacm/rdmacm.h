@@ -152,8 +152,8 @@ struct cma_dev *cma_dev_of_verbs(struct ibv_context *verbs);
 /* Wait (bounded) until the MADs posted on d's QP1 have been sent. Lock held (dropped while
  * waiting). */
 void cma_dev_flush(struct cma_dev *d);
-/* At exit: disconnect every established connection (DREQ), as the kernel does for a process
- * that goes. Lock held. */
+/* At exit: disconnect every established connection (DREQ) and answer every DREQ received
+ * (DREP), as the kernel does for a process that goes. Lock held. */
 void cma_close_all(void);
 /* Wake the CM thread (new deadline). */
 void cma_kick(void);
