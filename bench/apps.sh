@@ -7,7 +7,8 @@
 # bench/apps_report.py writes results.md (medians, the uroce/TCP ratio per row and the issue's
 # target where one applies) and apps.png. Needs root and the packages of scripts/setup.
 #
-# A consumer script prints only result lines, tab-separated:
+# A consumer script (run as `UROCE=PATH bench/apps/<consumer>.sh -r 1`; scripts that repeat
+# nothing themselves ignore -r) prints only result lines, tab-separated:
 #   consumer  test  size_bytes  metric  path  value
 # metric lat_us (lower is better) or bw_gbps (higher is better); path uroce or tcp.
 # Exit status: 0 done (a consumer that failed is named in results.md), 1 cannot run, 2 bad
@@ -65,7 +66,8 @@ for rep in $(seq "$REPS"); do
 	for c in "${consumers[@]}"; do
 		echo "== run $rep/$REPS: $c" >&2
 		log=$OUT/logs/$c.$rep.log
-		UROCE=$UROCE bash "$HERE/apps/$c.sh" >"$OUT/logs/$c.$rep.out" 2>"$log"
+		# -r 1: a consumer script that repeats its runs itself runs each once here.
+		UROCE=$UROCE bash "$HERE/apps/$c.sh" -r 1 >"$OUT/logs/$c.$rep.out" 2>"$log"
 		st=$?
 		[ $st -eq 0 ] || echo "$c	run $rep exited $st: $(tail -n 1 "$log")" >>"$OUT/failed.txt"
 		awk -F'\t' -v r="$rep" 'NF == 6 { print r "\t" $0 }' "$OUT/logs/$c.$rep.out" \
