@@ -18,8 +18,9 @@ command -v ucx_perftest >/dev/null || skip "ucx-utils is not installed"
 netns_setup
 
 PORT=14337
-# One ucx_perftest run; prints the result line (latency: overall average, us; bandwidth:
-# overall, Gbit/s from UCX's MB/s of 2^20 bytes).
+# One ucx_perftest run; prints the result line (latency: the run's 50th percentile, us, the
+# typical figure as bench/compare.sh reports it; bandwidth: overall, Gbit/s from UCX's MB/s of
+# 2^20 bytes).
 run() { # PATH TEST SIZE ITERS
 	local path=$1 test=$2 size=$3 iters=$4 tls=rc_verbs,ud_verbs dev_a='' dev_b='' spid line
 	[ "$path" = tcp ] && tls=tcp dev_a=a0 dev_b=b0
@@ -35,7 +36,7 @@ run() { # PATH TEST SIZE ITERS
 	[ -n "$line" ] || { echo "ucx $test $size over $path failed: $(tail -n 2 "$T/cli.err")" >&2; return; }
 	case $test in
 	*_lat) printf 'ucx\t%s\t%s\tlat_us\t%s\t%s\n' "$test" "$size" "$path" \
-		"$(echo "$line" | awk '{ print $5 }')" ;;
+		"$(echo "$line" | awk '{ print $3 }')" ;;
 	*) printf 'ucx\t%s\t%s\tbw_gbps\t%s\t%s\n' "$test" "$size" "$path" \
 		"$(echo "$line" | awk '{ printf "%.3f", $7 * 1048576 * 8 / 1e9 }')" ;;
 	esac
