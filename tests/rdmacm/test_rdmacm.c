@@ -14,6 +14,7 @@
  * - UD (RDMA_PS_UDP): SIDR, ESTABLISHED with the peer's QPN, Q_Key and AH, one datagram;
  * - a bind to 127.0.0.1, 127.0.0.2 or ::1 names no device (a wildcard, as on Linux), and the
  *   listener hears a client over uroce_lo;
+ * - a synchronous id moved to a channel: its last event acked by the move, destroy returns;
  * - the channel fd: non-blocking read gives EAGAIN, poll reports an event; rdma_migrate_id;
  * - bad input: wrong states, oversized private data, unknown options;
  * - dead handles (issue 17): after a rejected connection, every call on the destroyed id and
@@ -769,6 +770,26 @@ static void test_channel_and_errors(void)
 	CHECK_EQ(strcmp(rdma_event_str(RDMA_CM_EVENT_ESTABLISHED), "RDMA_CM_EVENT_ESTABLISHED"), 0);
 }
 
+/* A synchronous id moved to a channel: its last event (ADDR_RESOLVED, in id->event) is acked by
+ * the move, as rdma-core does, so that destroying the id does not wait for it. libfabric's
+ * verbs provider makes its active endpoints this way (rdma_create_ep, then rdma_migrate_id to
+ * its event queue's channel). */
+static void test_migrate_sync(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_in a = sin4(next_port++);
+	struct rdma_cm_id *id;
+
+	CHECK(ch != NULL);
+	CHECK_EQ(rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP), 0);
+	CHECK_EQ(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 2000), 0);
+	CHECK(id->event != NULL && id->event->event == RDMA_CM_EVENT_ADDR_RESOLVED);
+	CHECK_EQ(rdma_migrate_id(id, ch), 0);
+	CHECK(id->event == NULL && id->channel == ch);
+	CHECK_EQ(rdma_destroy_id(id), 0); /* hangs when the event is still counted */
+	rdma_destroy_event_channel(ch);
+}
+
 /* A bind to a loopback address names no device, as the kernel's cma_any_addr takes it for a
  * wildcard (and a device on lo is no exception): verbs stays NULL, the address and port are
  * kept, and the listener hears a client that reaches it over uroce_lo. libfabric's verbs
@@ -998,6 +1019,7 @@ int main(int argc, char **argv)
 	test_no_listener();
 	test_rebind_after_listener();
 	test_loopback_bind();
+	test_migrate_sync();
 	test_ud();
 	test_sync();
 	test_unread_request();

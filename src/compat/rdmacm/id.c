@@ -619,6 +619,13 @@ int rdma_migrate_id(struct rdma_cm_id *cid, struct rdma_event_channel *channel)
 		err = channel ? -EBADF : (errno ? -errno : -ENOMEM);
 		goto out;
 	}
+	/* A synchronous id's last event (kept in cid->event for the caller to read) is acked
+	 * here, as rdma-core does: it was reported, and nothing would ack it once the id has
+	 * a channel (rdma_destroy_id would wait for it forever). */
+	if (id->sync && cid->event) {
+		cma_event_ack(cma_container_of(cid->event, struct cma_event, ev));
+		cid->event = NULL;
+	}
 	from = id->chan;
 	cma_event_move(id, to);
 	to->ids++;
