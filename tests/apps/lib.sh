@@ -19,6 +19,8 @@ ucx_cmd() { # a|b TLS DEVICE PROGRAM ARGS...
 # namespace a (itself under `uroce run`; the ranks of b start through netns_rsh.sh, under
 # `uroce run` there). MPI_PATH: uroce (UCX on rc_verbs and ud_verbs only: no shared memory or
 # TCP path exists between the ranks) or tcp (Open MPI's ob1 with btl tcp; MPICH's UCX on tcp).
+# Open MPI runs with --bind-to none: each namespace's launcher would bind its first rank to the
+# same first core, as if the namespaces were two hosts.
 MPI_PATH=uroce
 mpi_job() { # openmpi|mpich RANKS PROGRAM ARGS...
 	local mpi=$1 n=$2 rsh
@@ -34,7 +36,7 @@ mpi_job() { # openmpi|mpich RANKS PROGRAM ARGS...
 			--mca btl_tcp_if_include 198.18.10.0/24)
 		printf '%s slots=%d\n%s slots=%d\n' "$A4" $((n / 2)) "$B4" $((n / 2)) >"$T/hosts"
 		ina timeout 120 "$UROCE" run -- mpirun.openmpi --allow-run-as-root --hostfile "$T/hosts" \
-			-np "$n" --map-by node --mca plm_rsh_agent "$rsh" \
+			-np "$n" --map-by node --bind-to none --mca plm_rsh_agent "$rsh" \
 			--mca oob_tcp_if_include 198.18.10.0/24 "${pml[@]}" "$@"
 		;;
 	mpich)

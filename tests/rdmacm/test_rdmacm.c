@@ -12,6 +12,9 @@
  * - 100 connections opened and closed: no fd, id or connection left behind;
  * - synchronous ids: rdma_create_ep, rdma_get_request, rdma_accept, rdma_connect in two threads;
  * - UD (RDMA_PS_UDP): SIDR, ESTABLISHED with the peer's QPN, Q_Key and AH, one datagram;
+ * - a bind to 127.0.0.1, 127.0.0.2 or ::1 names no device (a wildcard, as on Linux), and the
+ *   listener hears a client over uroce_lo;
+ * - a synchronous id moved to a channel: its last event acked by the move, destroy returns;
  * - the channel fd: a blocking read interrupted by a signal gives EINTR, a non-blocking one
  *   EAGAIN, poll reports an event; rdma_migrate_id;
  * - bad input: wrong states, oversized private data, unknown options;
@@ -817,6 +820,77 @@ static void test_channel_and_errors(void)
 	CHECK_EQ(strcmp(rdma_event_str(RDMA_CM_EVENT_ESTABLISHED), "RDMA_CM_EVENT_ESTABLISHED"), 0);
 }
 
+/* A synchronous id moved to a channel: its last event (ADDR_RESOLVED, in id->event) is acked by
+ * the move, as rdma-core does, so that destroying the id does not wait for it. libfabric's
+ * verbs provider makes its active endpoints this way (rdma_create_ep, then rdma_migrate_id to
+ * its event queue's channel). */
+static void test_migrate_sync(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_in a = sin4(next_port++);
+	struct rdma_cm_id *id;
+
+	CHECK(ch != NULL);
+	CHECK_EQ(rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP), 0);
+	CHECK_EQ(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 2000), 0);
+	CHECK(id->event != NULL && id->event->event == RDMA_CM_EVENT_ADDR_RESOLVED);
+	CHECK_EQ(rdma_migrate_id(id, ch), 0);
+	CHECK(id->event == NULL && id->channel == ch);
+	CHECK_EQ(rdma_destroy_id(id), 0); /* hangs when the event is still counted */
+	rdma_destroy_event_channel(ch);
+}
+
+/* A bind to a loopback address names no device, as the kernel's cma_any_addr takes it for a
+ * wildcard (and a device on lo is no exception): verbs stays NULL, the address and port are
+ * kept, and the listener hears a client that reaches it over uroce_lo. libfabric's verbs
+ * provider binds 127.0.0.1 to learn whether a device was named, and otherwise offers every
+ * device with its interface's address. */
+static void test_loopback_bind(void)
+{
+	struct rdma_event_channel *sch = rdma_create_event_channel(),
+				  *cch = rdma_create_event_channel();
+	struct sockaddr_in a = sin4(next_port++), other = a;
+	struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+	struct rdma_cm_id *l, *l6, *c;
+	struct rdma_cm_event *ev;
+
+	CHECK(sch && cch);
+	if (strncmp(ip4, "127.", 4))
+		return; /* run against another address: not a loopback bind */
+	l = listener(sch, RDMA_PS_TCP, &a, 4);
+	CHECK(l->verbs == NULL && l->port_num == 0);
+	CHECK_MEM_EQ(rdma_get_local_addr(l), &a, sizeof(a));
+	/* Another loopback address is a wildcard too; its port is taken by the first. */
+	inet_pton(AF_INET, "127.0.0.2", &other.sin_addr);
+	CHECK_EQ(rdma_create_id(sch, &l6, NULL, RDMA_PS_TCP), 0);
+	CHECK(rdma_bind_addr(l6, (struct sockaddr *)&other) == -1 && errno == EADDRINUSE);
+	CHECK_EQ(rdma_destroy_id(l6), 0);
+	CHECK_EQ(rdma_create_id(sch, &l6, NULL, RDMA_PS_TCP), 0);
+	a6.sin6_port = htons(next_port++);
+	CHECK_EQ(rdma_bind_addr(l6, (struct sockaddr *)&a6), 0);
+	CHECK(l6->verbs == NULL);
+	CHECK_EQ(rdma_destroy_id(l6), 0);
+
+	c = resolved(cch, RDMA_PS_TCP, &a, NULL);
+	CHECK(c->verbs != NULL); /* resolving 127.0.0.1 does name a device: uroce_lo */
+	make_qp(c, IBV_QPT_RC);
+	CHECKF(rdma_connect(c, &(struct rdma_conn_param){.retry_count = 7}) == 0, "rdma_connect: %s",
+	       strerror(errno));
+	ev = expect(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	if (ev) {
+		CHECK(ev->listen_id == l && ev->id->verbs == c->verbs);
+		CHECK_EQ(rdma_reject(ev->id, NULL, 0), 0);
+		CHECK_EQ(rdma_destroy_id(ev->id), 0);
+		rdma_ack_cm_event(ev);
+	}
+	expect_ack(cch, RDMA_CM_EVENT_REJECTED);
+	rdma_destroy_qp(c);
+	CHECK_EQ(rdma_destroy_id(c), 0);
+	CHECK_EQ(rdma_destroy_id(l), 0);
+	rdma_destroy_event_channel(sch);
+	rdma_destroy_event_channel(cch);
+}
+
 /* Every exported call that takes an id, on id (dead): -1 and EINVAL, or 0 / nothing for the
  * calls that return a port or void; EOPNOTSUPP from the unsupported ones. dst is a freed
  * address: it must not be read either. */
@@ -1032,6 +1106,8 @@ int main(int argc, char **argv)
 	test_reject();
 	test_no_listener();
 	test_rebind_after_listener();
+	test_loopback_bind();
+	test_migrate_sync();
 	test_ud();
 	test_sync();
 	test_unread_request();

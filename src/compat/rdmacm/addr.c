@@ -38,6 +38,21 @@ bool cma_sa_any(const struct sockaddr *sa)
 	return true;
 }
 
+bool cma_sa_wildcard(const struct sockaddr *sa)
+{
+	static const struct in6_addr loop6 = IN6ADDR_LOOPBACK_INIT;
+
+	if (sa->sa_family == AF_INET)
+		return cma_sa_any(sa) ||
+		       (ntohl(((const struct sockaddr_in *)(const void *)sa)->sin_addr.s_addr) >>
+			24) == 127;
+	if (sa->sa_family == AF_INET6)
+		return cma_sa_any(sa) ||
+		       !memcmp(&((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, &loop6,
+			       16);
+	return true;
+}
+
 bool cma_sa_mcast(const struct sockaddr *sa)
 {
 	if (sa->sa_family == AF_INET)

@@ -12,6 +12,10 @@
 void cma_gid_of_sa(const struct sockaddr *sa, uint8_t gid[16]);
 /* True for 0.0.0.0, :: and an unknown family. */
 bool cma_sa_any(const struct sockaddr *sa);
+/* True for what the kernel's cma_any_addr takes as no address in particular: cma_sa_any's, and a
+ * loopback address (127.0.0.0/8, ::1). An id bound to one has no device and listens on all, as
+ * on Linux, where a device on the loopback interface is no exception. */
+bool cma_sa_wildcard(const struct sockaddr *sa);
 /* True for an IPv4 (224.0.0.0/4) or IPv6 (ff00::/8) multicast address. */
 bool cma_sa_mcast(const struct sockaddr *sa);
 uint16_t cma_sa_port(const struct sockaddr *sa); /* host order */

@@ -611,7 +611,7 @@ static struct cma_id *find_listener(struct cma_dev *d, uint64_t sid, const struc
 			continue;
 		if (i->dev && i->dev != d)
 			continue;
-		if (!cma_sa_any(s)) {
+		if (!cma_sa_wildcard(s)) {
 			uint8_t a[16], b[16];
 
 			cma_gid_of_sa(s, a);

@@ -265,8 +265,9 @@ int rdma_destroy_id(struct rdma_cm_id *cid)
 	return 0;
 }
 
-/* Bind to src: the device that holds the address (none for a wildcard). Lock held. */
-static int bind_locked(struct cma_id *id, const struct sockaddr *src)
+/* Bind to src: the device that holds the address, or none when wildcard (the caller's choice:
+ * cma_sa_wildcard for the application's binds, cma_sa_any for a route's source). Lock held. */
+static int bind_locked(struct cma_id *id, const struct sockaddr *src, bool wildcard)
 {
 	uint8_t gid[16];
 	uint16_t port;
@@ -285,7 +286,7 @@ static int bind_locked(struct cma_id *id, const struct sockaddr *src)
 			return -EADDRNOTAVAIL;
 	}
 	id->dev = NULL;
-	if (!cma_sa_any(src)) {
+	if (!wildcard) {
 		cma_gid_of_sa(src, gid);
 		for (int i = 0; i < cma_ndevs(); i++)
 			if (cma_gid_find(cma_devs(i)->verbs, gid, -1) >= 0) {
@@ -315,7 +316,7 @@ int rdma_bind_addr(struct rdma_cm_id *cid, struct sockaddr *addr)
 
 	pthread_mutex_lock(&cma_lock);
 	id = cma_id_find(cid);
-	err = id && addr ? bind_locked(id, addr) : -EINVAL;
+	err = id && addr ? bind_locked(id, addr, cma_sa_wildcard(addr)) : -EINVAL;
 	pthread_mutex_unlock(&cma_lock);
 	return cma_err(err);
 }
@@ -335,9 +336,9 @@ static int resolve_locked(struct cma_id *id, const struct sockaddr *src,
 
 	if (!cma_sa_len(dst))
 		return -EAFNOSUPPORT;
-	if (id->state == CMA_ADDR_BOUND && !cma_sa_any(&id->id.route.addr.src_addr))
+	if (id->state == CMA_ADDR_BOUND && id->dev)
 		bound = &id->id.route.addr.src_addr;
-	else if (src && !cma_sa_any(src))
+	else if (src && !cma_sa_wildcard(src))
 		bound = src;
 	if (cma_sa_mcast(dst)) {
 		/* A group (rdma_join_multicast follows): it leaves by the device of the source
@@ -362,7 +363,7 @@ static int resolve_locked(struct cma_id *id, const struct sockaddr *src,
 
 		cma_sa_set_port((struct sockaddr *)&s, port);
 		id->state = CMA_IDLE;
-		err = bind_locked(id, (struct sockaddr *)&s);
+		err = bind_locked(id, (struct sockaddr *)&s, cma_sa_any((struct sockaddr *)&s));
 		if (err)
 			return err;
 	} else if (id->state != CMA_ADDR_BOUND) {
@@ -526,7 +527,7 @@ int rdma_listen(struct rdma_cm_id *cid, int backlog)
 	if (id->state == CMA_IDLE) {
 		struct sockaddr_in any = {.sin_family = AF_INET};
 
-		err = bind_locked(id, (struct sockaddr *)&any);
+		err = bind_locked(id, (struct sockaddr *)&any, true);
 		if (err)
 			goto out;
 	}
@@ -620,6 +621,13 @@ int rdma_migrate_id(struct rdma_cm_id *cid, struct rdma_event_channel *channel)
 	if (!to) {
 		err = channel ? -EBADF : (errno ? -errno : -ENOMEM);
 		goto out;
+	}
+	/* A synchronous id's last event (kept in cid->event for the caller to read) is acked
+	 * here, as rdma-core does: it was reported, and nothing would ack it once the id has
+	 * a channel (rdma_destroy_id would wait for it forever). */
+	if (id->sync && cid->event) {
+		cma_event_ack(cma_container_of(cid->event, struct cma_event, ev));
+		cid->event = NULL;
 	}
 	from = id->chan;
 	cma_event_move(id, to);
