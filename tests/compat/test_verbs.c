@@ -23,50 +23,12 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "eintr_alarm.h"
 #include "verbs_kit.h"
 
 #define ACCESS_ALL                                                                   \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
 	 IBV_ACCESS_REMOTE_ATOMIC)
-
-/*
- * A SIGALRM every 10 ms (handler without SA_RESTART), for a blocking wait that must end with
- * EINTR. The handler ends the program after 2 s of signals: a wait that retries on EINTR would
- * otherwise block for good.
- */
-static volatile sig_atomic_t alarms;
-
-static void on_alarm(int sig)
-{
-	static const char msg[] = "FAIL: a blocking verbs wait ignored 200 SIGALRMs without "
-				  "SA_RESTART (expected -1, EINTR)\n";
-
-	(void)sig;
-	if (++alarms >= 200) {
-		if (write(2, msg, sizeof(msg) - 1) < 0)
-			_exit(1);
-		_exit(1);
-	}
-}
-
-static void alarm_start(void)
-{
-	struct sigaction sa = {.sa_handler = on_alarm}; /* sa_flags 0: no SA_RESTART */
-	struct itimerval it = {.it_interval = {0, 10000}, .it_value = {0, 10000}};
-
-	alarms = 0;
-	CHECK_EQ(sigaction(SIGALRM, &sa, NULL), 0);
-	CHECK_EQ(setitimer(ITIMER_REAL, &it, NULL), 0);
-}
-
-static void alarm_stop(void)
-{
-	struct itimerval off = {{0, 0}, {0, 0}};
-	struct sigaction sa = {.sa_handler = SIG_IGN};
-
-	CHECK_EQ(setitimer(ITIMER_REAL, &off, NULL), 0);
-	CHECK_EQ(sigaction(SIGALRM, &sa, NULL), 0);
-}
 
 /* The kit's RC bring-up, and on the way RoCE's rule: RTR without a GRH is refused (EINVAL), as
  * the kernel refuses it. */
@@ -171,16 +133,16 @@ static void test_rc(struct ibv_context *ctx, struct ibv_pd *pd, int gid_idx)
 	 * qperf ends its timed loops this way. */
 	CHECK_EQ(fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) & ~O_NONBLOCK), 0);
 	CHECK_EQ(ibv_req_notify_cq(a.cq, 0), 0);
-	alarm_start();
+	eintr_alarm_start("ibv_get_cq_event");
 	errno = 0;
 	CHECK(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == -1 && errno == EINTR);
-	alarm_stop();
+	eintr_alarm_stop();
 	struct ibv_async_event aev;
 
-	alarm_start();
+	eintr_alarm_start("ibv_get_async_event");
 	errno = 0;
 	CHECK(ibv_get_async_event(ctx, &aev) == -1 && errno == EINTR);
-	alarm_stop();
+	eintr_alarm_stop();
 
 	/* RDMA WRITE (inline), then RDMA READ it back into another part of a's buffer. */
 	memcpy(a.buf + 100, "written by a", 13);

@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "eintr_alarm.h"
 #include "host/config/rundir.h"
 #include "host/config/tos.h"
 
@@ -709,45 +710,6 @@ static bool has_default_route(void)
 	return found;
 }
 
-/*
- * A SIGALRM every 10 ms (handler without SA_RESTART), for a blocking wait that must end with
- * EINTR. The handler ends the program after 2 s of signals: a wait that retries on EINTR would
- * otherwise block for good.
- */
-static volatile sig_atomic_t alarms;
-
-static void on_alarm(int sig)
-{
-	static const char msg[] = "FAIL: rdma_get_cm_event ignored 200 SIGALRMs without "
-				  "SA_RESTART (expected -1, EINTR)\n";
-
-	(void)sig;
-	if (++alarms >= 200) {
-		if (write(2, msg, sizeof(msg) - 1) < 0)
-			_exit(1);
-		_exit(1);
-	}
-}
-
-static void alarm_start(void)
-{
-	struct sigaction sa = {.sa_handler = on_alarm}; /* sa_flags 0: no SA_RESTART */
-	struct itimerval it = {.it_interval = {0, 10000}, .it_value = {0, 10000}};
-
-	alarms = 0;
-	CHECK_EQ(sigaction(SIGALRM, &sa, NULL), 0);
-	CHECK_EQ(setitimer(ITIMER_REAL, &it, NULL), 0);
-}
-
-static void alarm_stop(void)
-{
-	struct itimerval off = {{0, 0}, {0, 0}};
-	struct sigaction sa = {.sa_handler = SIG_IGN};
-
-	CHECK_EQ(setitimer(ITIMER_REAL, &off, NULL), 0);
-	CHECK_EQ(sigaction(SIGALRM, &sa, NULL), 0);
-}
-
 static void test_channel_and_errors(void)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel(), *ch2 = rdma_create_event_channel();
@@ -760,10 +722,10 @@ static void test_channel_and_errors(void)
 	CHECK(ch && ch2);
 	/* Blocking, nothing queued: a signal whose handler lacks SA_RESTART ends the wait with
 	 * EINTR, as rdma-core's write(2) to the ucma file (qperf ends timed waits this way). */
-	alarm_start();
+	eintr_alarm_start("rdma_get_cm_event");
 	errno = 0;
 	CHECK(rdma_get_cm_event(ch, &ev) == -1 && errno == EINTR);
-	alarm_stop();
+	eintr_alarm_stop();
 	fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK);
 	CHECK(rdma_get_cm_event(ch, &ev) == -1 && errno == EAGAIN);
 	CHECK_EQ(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
