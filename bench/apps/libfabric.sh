@@ -12,7 +12,7 @@
 # those three sizes. No bandwidth: libfabric-bin has no streaming test (fabtests is not packaged).
 # Each figure is the median of RUNS runs (default 3) of ITERS round trips per size (default 200).
 #
-#   UROCE=/path/to/uroce bench/apps/libfabric.sh
+#   UROCE=/path/to/uroce bench/apps/libfabric.sh [-r RUNS]
 # stdout: one line per figure, tab-separated:
 #   libfabric<TAB>TEST<TAB>SIZE_BYTES<TAB>lat_us<TAB>uroce|tcp<TAB>VALUE
 # stderr: progress. Needs root; exit 0 done (a failed run leaves its figures out, said on
@@ -24,6 +24,7 @@ REPO=$(cd "$HERE/../.." && pwd)
 UROCE=${UROCE:-$REPO/build/release/uroce}
 RUNS=${RUNS:-3}
 ITERS=${ITERS:-200}
+[ "${1:-}" = -r ] && RUNS=${2:?-r needs a count}
 SIZES="8 4096 65536"
 
 [ -x "$UROCE" ] || {
