@@ -46,6 +46,10 @@ struct neigh_entry {
 
 struct uroce_ctx {
 	struct uroce_devdef def;
+	struct uroce_ctx *next_open; /* the process's open contexts (fork handling) */
+	/* A context of the parent, seen in a forked child: no progress thread, no descriptors;
+	 * the child does no I/O with it, and closing it frees memory only. */
+	bool inherited;
 	char rundir[256];
 	struct uroce_eng *eng;
 	pthread_mutex_t lock;
@@ -484,6 +488,8 @@ static void poll_round(struct uroce_ctx *c)
 
 bool uroce_ctx_polled(struct uroce_ctx *c, enum uroce_ctx_poll what)
 {
+	if (c->inherited)
+		return false;
 	switch (what) {
 	case UROCE_CTX_POLL_FOUND:
 		uroce_pace_poll_found(&c->pace, mono_ns());
@@ -503,7 +509,8 @@ bool uroce_ctx_polled(struct uroce_ctx *c, enum uroce_ctx_poll what)
 
 void uroce_ctx_poll_idle(struct uroce_ctx *c)
 {
-	do_tx(c, mono_ns());
+	if (!c->inherited)
+		do_tx(c, mono_ns());
 	drain_events(c);
 }
 
@@ -524,6 +531,8 @@ void uroce_ctx_arm_unlock(struct uroce_ctx *c)
 
 bool uroce_ctx_post_tx(struct uroce_ctx *c, size_t bytes)
 {
+	if (c->inherited)
+		return false;
 	uint64_t now = mono_ns();
 	bool held = uroce_pace_post(&c->pace, now, bytes);
 
@@ -648,6 +657,84 @@ static void *progress_main(void *arg)
  */
 static pthread_mutex_t sink_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct uroce_pcap_sink *process_sink;
+
+/* ---- fork ---------------------------------------------------------------------------------- */
+
+/*
+ * fork(): the child has the parent's memory, but neither its progress threads nor a right to its
+ * sockets, QPN slots and counters, which stay the parent's. Before the fork the forking thread
+ * takes every context's lock (so the child's copies are consistent: no round half done); in the
+ * child each context becomes inherited: its descriptors closed (the sockets of the device's share
+ * group stay the parent's members, untold), its lock free, no I/O and no counters from it, and
+ * closing it frees memory only. The child opens devices of its own as any process does. As with
+ * rdma-core, the parent's objects are of no use in the child: a poll finds nothing new and a post
+ * goes nowhere.
+ *
+ * Lock order: the CM (librdmacm) takes its lock before a context's, and registers its own fork
+ * handlers after these (its library loads after this one), so its prepare handler runs first.
+ */
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct uroce_ctx *open_ctxs; /* under open_lock */
+
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&open_lock);
+	for (struct uroce_ctx *c = open_ctxs; c; c = c->next_open)
+		pthread_mutex_lock(&c->lock);
+	pthread_mutex_lock(&sink_lock);
+}
+
+static void fork_parent(void)
+{
+	pthread_mutex_unlock(&sink_lock);
+	for (struct uroce_ctx *c = open_ctxs; c; c = c->next_open)
+		pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&open_lock);
+}
+
+static void fork_child(void)
+{
+	pthread_mutex_unlock(&sink_lock);
+	for (struct uroce_ctx *c = open_ctxs; c; c = c->next_open) {
+		c->inherited = true;
+		c->prog.started = false; /* the thread stayed in the parent */
+		uroce_backend_forget(c->v2);
+		uroce_backend_forget(c->v1);
+		if (c->prog.kick_fd >= 0)
+			close(c->prog.kick_fd);
+		if (c->prog.watch_fd >= 0)
+			close(c->prog.watch_fd);
+		c->prog.kick_fd = c->prog.watch_fd = -1;
+		c->slot = -1; /* the parent's */
+		pthread_mutex_unlock(&c->lock);
+	}
+	open_ctxs = NULL;
+	pthread_mutex_unlock(&open_lock);
+}
+
+static void __attribute__((constructor)) fork_handlers(void)
+{
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+static void open_list_add(struct uroce_ctx *c)
+{
+	pthread_mutex_lock(&open_lock);
+	c->next_open = open_ctxs;
+	open_ctxs = c;
+	pthread_mutex_unlock(&open_lock);
+}
+
+static void open_list_del(struct uroce_ctx *c)
+{
+	pthread_mutex_lock(&open_lock);
+	for (struct uroce_ctx **pp = &open_ctxs; *pp; pp = &(*pp)->next_open)
+		if (*pp == c) {
+			*pp = c->next_open;
+			break;
+		}
+	pthread_mutex_unlock(&open_lock);
+}
 
 /*
  * Can a UDP socket bind to this address now? A tentative IPv6 address (duplicate address
@@ -898,6 +985,7 @@ int uroce_ctx_open(const char *name, const struct uroce_ctx_cfg *cfg, struct uro
 	if (rc)
 		goto fail;
 	c->prog.started = true;
+	open_list_add(c);
 	*out = c;
 	return 0;
 fail:
@@ -909,6 +997,15 @@ void uroce_ctx_close(struct uroce_ctx *c)
 {
 	if (!c)
 		return;
+	if (c->inherited) {
+		uroce_backend_close(c->v2); /* memory only: forgotten at the fork */
+		uroce_backend_close(c->v1);
+		uroce_stats_close(c->stats.file);
+		uroce_eng_destroy(c->eng);
+		free(c);
+		return;
+	}
+	open_list_del(c);
 	if (c->prog.started) {
 		atomic_store(&c->prog.stop, true);
 		uroce_ctx_kick(c);
@@ -960,6 +1057,8 @@ void uroce_ctx_kick(struct uroce_ctx *c)
 {
 	uint64_t one = 1;
 
+	if (c->inherited)
+		return;
 	if (write(c->prog.kick_fd, &one, sizeof(one)) < 0) {
 		/* EAGAIN: the counter is already non-zero, the thread will wake. */
 	}
@@ -1019,6 +1118,8 @@ int uroce_ctx_gsi_steer(struct uroce_ctx *c, const uint64_t *ids, int n)
 		return -EINVAL;
 	if (n > UROCE_SHARE_MAX_CLAIMS)
 		return -ENOSPC;
+	if (c->inherited)
+		return -EIO;
 	pthread_mutex_lock(&c->lock);
 	old = c->share;
 	c->share.cm = true;
@@ -1055,6 +1156,8 @@ int uroce_ctx_mcast_sync(struct uroce_ctx *c)
 	uint8_t want[UROCE_MAX_MCAST_GRP][16];
 	int n = uroce_mcast_groups(c->eng, want, UROCE_MAX_MCAST_GRP), rc = 0;
 
+	if (c->inherited)
+		return -EIO;
 	if (n > UROCE_MAX_MCAST_GRP)
 		n = UROCE_MAX_MCAST_GRP;
 	for (int i = 0; i < c->mcast.n;) {

@@ -37,6 +37,10 @@
  * - Engine events (completion notifications, async errors) are handed to the callback given at
  *   open, from the progress thread or from the thread that made the engine call, with the lock
  *   held: the callback must not call back into the context (it writes to an fd and returns).
+ * - fork(): in the child, the parent's contexts are inherited: no progress thread, their
+ *   descriptors closed (the device's sockets stay the parent's), their I/O calls do nothing
+ *   (gsi_steer and mcast_sync return -EIO), closing one frees memory only. The child opens
+ *   devices of its own (ctx.c, "fork").
  * - Address vectors are resolved to paths with the GID table: sgid_index gives the source
  *   address and the encapsulation (v1 or v2 by the entry's type); the destination GID gives the
  *   destination address (v4-mapped GIDs are IPv4). RoCE v1 needs the peer's MAC from the

@@ -32,6 +32,11 @@ struct cma_chan *cma_chan_new(void)
 	return c;
 }
 
+void cma_chans_forget(void)
+{
+	all_chans = NULL;
+}
+
 struct cma_chan *cma_chan_find(const struct rdma_event_channel *ch)
 {
 	for (struct cma_chan *c = all_chans; c; c = c->next_chan)

@@ -253,6 +253,44 @@ static void __attribute__((destructor)) cma_at_exit(void)
 	pthread_mutex_unlock(&cma_lock);
 }
 
+/*
+ * fork(): the child starts without a CM. The parent's (its devices' agents, thread, ids,
+ * channels, will) stays the parent's: the child forgets it, leaving its memory alone, and its
+ * first rdma_cm call opens the devices anew, as a new process would. The forking thread holds
+ * cma_lock across the fork, so the child's copy is consistent; libibverbs's handlers (taking
+ * each context's lock, cma_lock's inner lock) run after this prepare and before this child.
+ */
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&cma_lock);
+}
+
+static void fork_parent(void)
+{
+	pthread_mutex_unlock(&cma_lock);
+}
+
+static void fork_child(void)
+{
+	if (g.pid) {
+		if (g.epfd >= 0)
+			close(g.epfd);
+		if (g.wakefd >= 0)
+			close(g.wakefd);
+	}
+	memset(&g, 0, sizeof(g));
+	g.once = (pthread_once_t)PTHREAD_ONCE_INIT;
+	cma_ids_forget();
+	cma_chans_forget();
+	cma_will_forget();
+	pthread_mutex_unlock(&cma_lock);
+}
+
+static void __attribute__((constructor)) fork_handlers(void)
+{
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
 static const struct uroce_ibcm_ops ibcm_ops = {
 	.send = ibcm_send,
 	.event = cma_on_ibcm_event,

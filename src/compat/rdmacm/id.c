@@ -20,6 +20,11 @@
 
 static struct cma_id *all_ids; /* every live id, for port allocation (lock held) */
 
+void cma_ids_forget(void)
+{
+	all_ids = NULL;
+}
+
 struct cma_id *cma_all_ids(void)
 {
 	return all_ids;

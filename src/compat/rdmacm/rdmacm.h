@@ -176,6 +176,8 @@ struct cma_chan *cma_chan_new(void);
 /* The live channel behind ch, or NULL (destroyed, never created, NULL): compares pointers only
  * (lock held). */
 struct cma_chan *cma_chan_find(const struct rdma_event_channel *ch);
+/* In a forked child: the channels are the parent's; none is live (lock held). */
+void cma_chans_forget(void);
 /* An id stops using c (lock held): own says c was the id's alone (a synchronous id's). c, its
  * queued events and its fd go when it is closed, or own, and no id uses it any more. */
 void cma_chan_unuse(struct cma_chan *c, bool own);
@@ -202,6 +204,8 @@ struct cma_id *cma_all_ids(void); /* every live id, linked by next_id (lock held
 struct cma_id *cma_id_find(const struct rdma_cm_id *cid);
 /* cma_id_find for calls that do not otherwise take the lock: 0, or -EINVAL for a dead id. */
 int cma_id_check(const struct rdma_cm_id *cid);
+/* In a forked child: the ids are the parent's; none is live (lock held). */
+void cma_ids_forget(void);
 /* Give up id's IB CM connection (ib_destroy_cm_id: the CM sends what its state calls for) and
  * its last-will DREQ. Lock held. */
 void cma_id_drop_conn(struct cma_id *id);
@@ -227,6 +231,10 @@ void cma_event_forget_mc(struct cma_id *id, const struct cma_mc *mc);
 int cma_will_start(void);
 void cma_will_arm(struct cma_id *id);
 void cma_will_disarm(struct cma_id *id);
+/* In a forked child: the will is the parent's. Close the child's end of its pipe (so the
+ * watchdog still sees the parent's death) and unmap the table; the child's CM, if it starts
+ * one, starts a will of its own. */
+void cma_will_forget(void);
 
 /* addr.c: bind the id to the device holding src (NULL: any); fill gid_index for the RoCE
  * version. */

@@ -101,6 +101,16 @@ out:
 	return err;
 }
 
+void cma_will_forget(void)
+{
+	if (pipe_wr >= 0)
+		close(pipe_wr);
+	pipe_wr = -1;
+	if (table)
+		munmap(table, sizeof(*table));
+	table = NULL;
+}
+
 /* The DREQ MAD for id's connection (the IB CM engine's) and its addresses, into s. */
 static int build(struct cma_id *id, struct cma_will_slot *s, uint16_t port)
 {

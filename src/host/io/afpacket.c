@@ -111,6 +111,21 @@ static void pkt_close(struct uroce_backend *bb)
 	free(b);
 }
 
+static void pkt_forget(struct uroce_backend *bb)
+{
+	struct pkt_be *b = (struct pkt_be *)bb;
+
+	if (b->share)
+		uroce_share_forget(b->share);
+	b->share = NULL;
+	if (b->fd >= 0)
+		close(b->fd);
+	if (b->epfd >= 0)
+		close(b->epfd);
+	if (b->txfd >= 0)
+		close(b->txfd);
+	b->fd = b->epfd = b->txfd = -1;
+}
 
 /* The filter without a membership file: cfg's QPNs, and every QP1 frame. */
 static int attach_alone(const struct uroce_backend_cfg *cfg, int fd)
@@ -472,6 +487,7 @@ const struct uroce_backend_ops uroce_packet_ops = {
 	.eperm_msg = UROCE_PACKET_EPERM_MSG,
 	.open = pkt_open,
 	.close = pkt_close,
+	.forget = pkt_forget,
 	.tx_burst = pkt_tx,
 	.rx_burst = pkt_rx,
 	.fd = pkt_fd,

@@ -41,6 +41,13 @@ void uroce_backend_close(struct uroce_backend *b)
 		b->ops->close(b); /* wrappers close their inner backend */
 }
 
+void uroce_backend_forget(struct uroce_backend *b)
+{
+	for (; b; b = b->inner)
+		if (b->ops->forget)
+			b->ops->forget(b);
+}
+
 uint64_t uroce_backend_counter(const struct uroce_backend *b, enum uroce_io_counter c)
 {
 	uint64_t v = 0;

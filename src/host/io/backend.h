@@ -123,6 +123,12 @@ struct uroce_backend_ops {
 	int (*open)(const struct uroce_backend_cfg *cfg, struct uroce_backend **out);
 	void (*close)(struct uroce_backend *b);
 	/*
+	 * In a forked child: close the child's copies of the backend's descriptors without a word
+	 * to the device's share group (the sockets stay the parent's members) and set them to -1,
+	 * so that the backend does no I/O and close() only frees memory. NULL: no descriptors.
+	 */
+	void (*forget)(struct uroce_backend *b);
+	/*
 	 * Send d[0..n). Returns how many descriptors were consumed (0..n), in order; the caller
 	 * offers the rest again later. A packet the kernel refuses outright (no route, too big,
 	 * unknown source) is consumed and counted in TX_ERR/TX_NO_SRC; a full socket buffer ends
@@ -202,6 +208,8 @@ __attribute__((format(printf, 2, 3))) void uroce_backend_seterr(const struct uro
 								const char *fmt, ...);
 
 void uroce_backend_close(struct uroce_backend *b);
+/* In a forked child: ops->forget for a backend and every backend it wraps. NULL is allowed. */
+void uroce_backend_forget(struct uroce_backend *b);
 
 /* The sum of a counter over a backend and everything it wraps. */
 uint64_t uroce_backend_counter(const struct uroce_backend *b, enum uroce_io_counter c);

@@ -304,6 +304,11 @@ void uroce_share_leave(struct uroce_share_group *g, int fd)
 	group_free(g);
 }
 
+void uroce_share_forget(struct uroce_share_group *g)
+{
+	group_free(g);
+}
+
 int uroce_share_fd(const struct uroce_share_group *g)
 {
 	return g->epfd;

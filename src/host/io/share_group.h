@@ -87,6 +87,9 @@ int uroce_share_v1_join(const struct uroce_share_cfg *cfg, int fd, int ifindex,
  * Leave the group: re-attach the program for the others (v2), then close fd. Frees g.
  * v1: remove our line (the others re-attach their filters when they see the file change).
  */
+/* In a forked child: free g and close the child's copies of its watch descriptors, changing
+ * nothing in the group's files (the member is the parent). The socket is the caller's. */
+void uroce_share_forget(struct uroce_share_group *g);
 void uroce_share_leave(struct uroce_share_group *g, int fd);
 
 /* An fd that poll() reports readable when the group may have changed (for an epoll set). */

@@ -210,6 +210,22 @@ static void udp_close(struct uroce_backend *bb)
 	free(b);
 }
 
+static void udp_forget(struct uroce_backend *bb)
+{
+	struct udp_be *b = (struct udp_be *)bb;
+
+	for (int i = 0; i < b->ns; i++) {
+		if (b->s[i].share)
+			uroce_share_forget(b->s[i].share);
+		b->s[i].share = NULL;
+		close(b->s[i].fd);
+		b->s[i].fd = -1;
+	}
+	if (b->epfd >= 0)
+		close(b->epfd);
+	b->epfd = -1;
+}
+
 static int setint(int fd, int level, int opt, int v)
 {
 	return setsockopt(fd, level, opt, &v, sizeof(v)) < 0 ? -errno : 0;
@@ -1167,6 +1183,7 @@ const struct uroce_backend_ops uroce_udp_ops = {
 	.name = "udp",
 	.open = udp_open,
 	.close = udp_close,
+	.forget = udp_forget,
 	.tx_burst = udp_tx,
 	.rx_burst = udp_rx,
 	.fd = udp_fd,
