@@ -11,7 +11,10 @@
  *   responder   random requests at B's RC, UC and UD QPs, near and far from the expected PSN;
  *               a QP that goes to ERR is brought back through RESET, as an application would
  *   requester   random ACKs, NAKs and read and atomic responses at A while A streams work to B
- *               over a live link; every work request completes exactly once, in order
+ *               over a live link; every 200 packets, left alone, every work request completes
+ *               exactly once, in order, within 5 s of virtual time (retry_cnt 3: a forged ACK
+ *               can acknowledge what B never got, B then drops A's retries as out of sequence,
+ *               and only the retry limit ends that); a pair in ERR is reconnected
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -95,7 +98,7 @@ static void live_setup(struct hx *h, int node, bool with_others)
 	live_add(&h->live, &l);
 }
 
-static void hx_init(struct hx *h, uint64_t seed)
+static void hx_init(struct hx *h, uint64_t seed, uint8_t retry)
 {
 	memset(h, 0, sizeof(*h));
 	h->failures_at_start = check_failures;
@@ -106,6 +109,8 @@ static void hx_init(struct hx *h, uint64_t seed)
 	h->c.timeout = 8;
 	h->c.cap.max_send_wr = 64;
 	h->c.cap.max_recv_wr = 64;
+	h->c.retry_cnt = retry;
+	h->c.rnr_retry = retry;
 	simqp_cfg_default(&h->uc_c, UROCE_QPT_UC);
 	h->uc_c.cap = h->c.cap;
 	h->uc_c.access = UROCE_ACCESS_LOCAL_WRITE | UROCE_ACCESS_REMOTE_WRITE;
@@ -271,6 +276,26 @@ static void send_random(struct hx *h, int from, uint32_t dqpn, uint32_t base, co
 		pad = (uint8_t)rnd(h, 4);
 		hdr[1] = (uint8_t)((hdr[1] & ~0x30) | pad << 4);
 	}
+	if (t.bth.psn == base && (uroce_opinfo[op].flags & UROCE_OPF_REQ) && rnd(h, 2)) {
+		/* Half the requests at the expected PSN are plausible: right key, in bounds,
+		 * consistent lengths, so the responder accepts them and goes deeper (open
+		 * messages, read and atomic resources) instead of failing at once. */
+		unsigned f = uroce_opinfo[op].flags;
+
+		t.bth.pkey = UROCE_DEFAULT_PKEY;
+		t.bth.dqpn = dqpn;
+		if (!(f & UROCE_OPF_LAST) && t.payload_len)
+			t.payload_len = 1024;
+		t.reth.rkey = t.atmeth.rkey = m->rkey;
+		t.reth.len = f & UROCE_OPF_READ ? (uint32_t)rnd(h, 32 * 1024)
+			     : f & UROCE_OPF_LAST ? t.payload_len
+						  : t.payload_len + (uint32_t)rnd(h, 4096);
+		t.reth.va = simmr_va(m, rnd(h, MRLEN - 40 * 1024));
+		t.atmeth.va = simmr_va(m, rnd(h, MRLEN / 8) * 8);
+		hl = uroce_tpkt_hdr_encode(hdr, sizeof(hdr), &t);
+		if (hl < 0)
+			return;
+	}
 	sim_rng_fill(&h->rng, payload, t.payload_len);
 	sim_av(&h->s.net, from, !from, &av);
 	sim_send(&h->s.net, from, &av, hdr, (uint32_t)hl, payload, t.payload_len, pad, 0x99,
@@ -350,7 +375,7 @@ static void scenario_responder(uint64_t seed, int npkts)
 	struct sim_link_cfg down;
 
 	cur_test = "hostile requests at a responder";
-	hx_init(&h, seed);
+	hx_init(&h, seed, 7);
 	live_setup(&h, B, true);
 	/* A's packets reach B; B's answers go nowhere (A's QPs are not part of this). */
 	sim_link_cfg_default(&down);
@@ -416,6 +441,154 @@ static void scenario_responder(uint64_t seed, int npkts)
 	hx_fini(&h);
 }
 
+/* ---- scenario: hostile responses at a requester with work outstanding --------------------- */
+
+static const uint8_t rc_resp_ops[] = {
+	UROCE_OP_RC_ACK,	       UROCE_OP_RC_ACK,		     UROCE_OP_RC_ATOMIC_ACK,
+	UROCE_OP_RC_READ_RESP_FIRST,   UROCE_OP_RC_READ_RESP_MIDDLE, UROCE_OP_RC_READ_RESP_LAST,
+	UROCE_OP_RC_READ_RESP_ONLY,    UROCE_OP_RC_SEND_ONLY,
+};
+
+struct req_track {
+	uint64_t posted, completed; /* wr_ids 0 .. posted-1; completed in order */
+	uint64_t ok, err;
+};
+
+static void post_work(struct hx *h, struct req_track *r, int n)
+{
+	for (int i = 0; i < n; i++) {
+		uint64_t id = r->posted;
+		uint32_t len = (uint32_t)rnd(h, 6000);
+		size_t off = (size_t)rnd(h, 8) * 8192;
+		int rc;
+
+		switch (rnd(h, 5)) {
+		case 0:
+			rc = sim_post_send1(h->rc[A].qp, id, UROCE_WR_SEND, &h->m[A], off, len,
+					    UROCE_SEND_SIGNALED);
+			break;
+		case 1:
+			rc = sim_post_write(h->rc[A].qp, id, UROCE_WR_RDMA_READ, &h->m[A], off, len,
+					    simmr_va(&h->m[B], off), h->m[B].rkey,
+					    UROCE_SEND_SIGNALED, 0);
+			break;
+		case 2:
+			rc = sim_post_atomic(h->rc[A].qp, id, UROCE_WR_ATOMIC_FETCH_AND_ADD, &h->m[A],
+					     off, simmr_va(&h->m[B], off), h->m[B].rkey, 1, 0,
+					     UROCE_SEND_SIGNALED);
+			break;
+		default:
+			rc = sim_post_write(h->rc[A].qp, id, UROCE_WR_RDMA_WRITE, &h->m[A], off, len,
+					    simmr_va(&h->m[B], off), h->m[B].rkey,
+					    UROCE_SEND_SIGNALED, 0);
+		}
+		if (rc)
+			return; /* the send queue is full */
+		r->posted++;
+	}
+}
+
+/* Every completion of A's send queue: its work requests, each once, in order. */
+static void take_completions(struct hx *h, struct req_track *r)
+{
+	struct uroce_wc wc;
+
+	while (uroce_cq_poll(h->rc[A].scq, 1, &wc) == 1) {
+		CHECKF(wc.wr_id == r->completed, "%s: completion of wr %llu, expected %llu (%s)",
+		       cur_test, (unsigned long long)wc.wr_id, (unsigned long long)r->completed,
+		       sim_wc_status_name(wc.status));
+		r->completed = wc.wr_id + 1;
+		if (wc.status == UROCE_WC_SUCCESS) {
+			r->ok++;
+		} else {
+			r->err++;
+			h->live.q[0].err_wc_seen = true;
+		}
+	}
+	drain(h->rc[B].rcq);
+}
+
+/* The pair anew, both sides from fresh PSNs, as an application reconnects: A's work flushed
+ * through ERR first (RESET would take its completions away). */
+static void reconnect(struct hx *h, struct req_track *r)
+{
+	struct simqp_cfg c = h->c;
+	struct uroce_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = UROCE_QPS_ERR;
+	CHECK_EQ(uroce_qp_modify(h->rc[A].qp, &a, UROCE_QP_STATE), 0);
+	take_completions(h, r);
+	CHECKF(r->completed == r->posted, "%s: %llu of %llu work requests completed after ERR",
+	       cur_test, (unsigned long long)r->completed, (unsigned long long)r->posted);
+	c.psn[0] = (uint32_t)rnd(h, 1u << 24);
+	c.psn[1] = (uint32_t)rnd(h, 1u << 24);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = UROCE_QPS_RESET;
+	CHECK_EQ(uroce_qp_modify(h->rc[A].qp, &a, UROCE_QP_STATE), 0);
+	CHECK_EQ(uroce_qp_modify(h->rc[B].qp, &a, UROCE_QP_STATE), 0);
+	CHECK_EQ(simqp_connect(&h->s, &h->rc[A], &h->rc[B], &c), 0);
+	h->live.q[0].fatal_seen = h->live.q[0].err_wc_seen = false;
+	post_recvs(h, &h->rc[B], 64, 0);
+	h->revived++;
+}
+
+static void scenario_requester(uint64_t seed, int npkts)
+{
+	struct hx h;
+	struct req_track r = {0};
+	uint64_t drained_at = 0;
+
+	cur_test = "hostile responses at a requester";
+	/* Finite retries: a forged ACK may acknowledge what B never got, and B then drops
+	 * the retries as out of sequence; the requester must end that with an error. */
+	hx_init(&h, seed, 3);
+	live_setup(&h, A, false);
+	post_recvs(&h, &h.rc[B], 64, 0);
+	for (int i = 0; i < npkts; i++) {
+		if (r.posted - r.completed < 16 && uroce_qp_state(h.rc[A].qp) == UROCE_QPS_RTS)
+			post_work(&h, &r, 8);
+		/* responses near what A has outstanding (B expects from A's oldest unanswered
+		 * request on), and anywhere */
+		uint32_t base = uroce_psn_sub(expected_psn(h.rc[B].qp), (uint32_t)rnd(&h, 8));
+
+		send_random(&h, B, uroce_qp_num(h.rc[A].qp), base, &h.m[A], rc_resp_ops,
+			    sizeof(rc_resp_ops));
+		sim_run_for(&h.s.net, rnd(&h, 30) * US);
+		take_completions(&h, &r);
+		post_recvs(&h, &h.rc[B], 4, 0);
+		if (rnd(&h, 8) == 0)
+			check_live(&h, i);
+		if (i - (int)drained_at < 200 && i + 1 < npkts)
+			continue;
+		/* Quiet now: everything posted completes (or fails) in bounded time. */
+		drained_at = (uint64_t)i;
+		enum sim_result res = sim_run_for(&h.s.net, 5 * SEC);
+
+		take_completions(&h, &r);
+		CHECKF(res == SIM_QUIESCENT && r.completed == r.posted,
+		       "%s: after packet %d: %s, %llu of %llu work requests completed", cur_test,
+		       i, sim_result_name(res), (unsigned long long)r.completed,
+		       (unsigned long long)r.posted);
+		check_live(&h, i);
+		CHECK_BAIL();
+		if (uroce_qp_state(h.rc[A].qp) == UROCE_QPS_ERR ||
+		    uroce_qp_state(h.rc[B].qp) == UROCE_QPS_ERR) {
+			h.kills++;
+			reconnect(&h, &r);
+		}
+	}
+	printf("  seed %llu: %d packets at A: %llu work requests, %llu succeeded, %llu failed, "
+	       "pair reconnected %d times; A probes answered %llu; A counted %llu duplicate "
+	       "responses, %llu retries\n",
+	       (unsigned long long)seed, npkts, (unsigned long long)r.posted,
+	       (unsigned long long)r.ok, (unsigned long long)r.err, h.kills,
+	       (unsigned long long)h.live.q[0].answered,
+	       (unsigned long long)cnt(&h, A, UROCE_CNT_DROP_DUPLICATE_RESP),
+	       (unsigned long long)cnt(&h, A, UROCE_CNT_LOCAL_ACK_TIMEOUT_ERR));
+	hx_fini(&h);
+}
+
 /* ---- scripted: what the hostile traffic wedged, one case each ------------------------------ */
 
 /* Feed one hand-made packet to node `to` as if from its peer, through the network. */
@@ -442,7 +615,7 @@ static void test_query_live_psn(void)
 	struct uroce_qp_attr a;
 
 	cur_test = "query reports the live PSNs";
-	hx_init(&h, 7);
+	hx_init(&h, 7, 7);
 	for (int i = 0; i < 3; i++)
 		CHECK_EQ(sim_post_write(h.rc[A].qp, (uint64_t)i, UROCE_WR_RDMA_WRITE, &h.m[A], 0, 3000,
 					simmr_va(&h.m[B], 0), h.m[B].rkey, UROCE_SEND_SIGNALED, 0),
@@ -468,7 +641,7 @@ static void test_uc_first_inside_message(void)
 	uint32_t psn;
 
 	cur_test = "UC: FIRST or ONLY inside an open message starts the next";
-	hx_init(&h, 8);
+	hx_init(&h, 8, 7);
 	CHECK_EQ(sim_post_recv1(h.uc[B].qp, 1, &h.m[B], 0, RLEN), 0);
 	psn = expected_psn(h.uc[B].qp);
 	memset(&t, 0, sizeof(t));
@@ -526,5 +699,8 @@ int main(int argc, char **argv)
 	for (int i = 0; i < nseeds; i++)
 		if (!only || !strcmp(only, "responder"))
 			scenario_responder(seeds[i], n);
+	for (int i = 0; i < nseeds; i++)
+		if (!only || !strcmp(only, "requester"))
+			scenario_requester(seeds[i], n / 3);
 	return check_exit("sim_hostile");
 }
