@@ -136,6 +136,8 @@ static void pump(struct live_set *s, const struct live_qp *l, uint32_t psn, stru
 	}
 }
 
+static int fail(char *why, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 static int fail(char *why, size_t n, const char *fmt, ...)
 {
 	va_list ap;
