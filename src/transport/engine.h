@@ -440,6 +440,9 @@ int uroce_qp_create(struct uroce_pd *pd, const struct uroce_qp_init *init, struc
  * to RESET empties the queues and removes the QP's completions still in its CQs (as libmlx5
  * and libmlx4 do). */
 int uroce_qp_modify(struct uroce_qp *qp, const struct uroce_qp_attr *attr, unsigned mask);
+/* The attributes and creation parameters. rq_psn is the PSN the responder expects next (RC and
+ * UC, from RTR on) and sq_psn the next the requester sends (from RTS on), as a device reports
+ * them, not the values last set. */
 int uroce_qp_query(const struct uroce_qp *qp, struct uroce_qp_attr *attr,
 		   struct uroce_qp_init *init);
 int uroce_qp_destroy(struct uroce_qp *qp);

@@ -373,6 +373,17 @@ int uroce_qp_query(const struct uroce_qp *qp, struct uroce_qp_attr *attr,
 		*attr = qp->attr;
 		attr->cur_qp_state = qp->attr.qp_state;
 		attr->sq_draining = qp->attr.qp_state == UROCE_QPS_SQD && qp->sq.cur != qp->sq.head;
+		/* The PSNs as they are now, not as last set (rxe_qp_to_attr, and a NIC's query
+		 * too): the responder's expected PSN once it receives, the requester's next PSN
+		 * once it sends. */
+		enum uroce_qp_state st = qp->attr.qp_state;
+		bool connected = qp->init.type == UROCE_QPT_RC || qp->init.type == UROCE_QPT_UC;
+
+		if (connected && st != UROCE_QPS_RESET && st != UROCE_QPS_INIT)
+			attr->rq_psn = qp->resp.epsn;
+		if (connected && st != UROCE_QPS_RESET && st != UROCE_QPS_INIT &&
+		    st != UROCE_QPS_RTR)
+			attr->sq_psn = qp->req.psn;
 	}
 	if (init)
 		*init = qp->init;

@@ -425,6 +425,15 @@ static void uc_request(struct uroce_qp *qp, const struct uroce_tpkt *t)
 		r->in_msg = 0;
 		r->offset = 0;
 	}
+	/* A FIRST or ONLY in sequence while a message is open: that message lost its end (a
+	 * LAST the requester never sent, or a stray FIRST). UC retransmits nothing, so it is
+	 * dropped (counted) and this packet begins the next one, as after a lost packet; left
+	 * open, it would drop every later message of the QP. rxe drops the new packet too. */
+	if ((flags & UROCE_OPF_FIRST) && r->in_msg) {
+		uroce_count(qp->eng, UROCE_CNT_DROP_UC_SEQ);
+		r->in_msg = 0;
+		r->offset = 0;
+	}
 	r->uc_drop = false;
 	r->epsn = uroce_psn_add(t->bth.psn, 1);
 	if (!sequence_ok(qp, flags) || !size_ok(qp, flags, t->payload_len)) {

@@ -7,7 +7,9 @@
  *     the same bytes but for the reserved low nibble of byte 1;
  *  3. a service ID (the first 8 bytes) split into port space and port and joined again;
  *  4. a MAD received twice by a fresh IB CM engine (cm/ibcm.h) that accepts every REQ and
- *     answers every DREQ, whose timers then all run out: it must not crash or leak.
+ *     answers every DREQ, whose timers then all run out: it must not crash or leak, and no
+ *     connection may be left half-open (issue 21): once no timer runs, each connection still
+ *     held is ESTABLISHED; every other state must have had a timer that ends it.
  * Any broken invariant aborts (a crash for libFuzzer, a failure for the replay). Seeds: the CM
  * MADs of the captures in tests/vectors (corpus/cm).
  */
@@ -41,6 +43,28 @@ static int fuzz_send(void *arg, const struct uroce_ibcm_addr *to, const uint8_t 
 	return 0;
 }
 
+/* The connections the engine handed out and the handler has not destroyed. */
+#define MAX_CONNS 8
+static struct uroce_ibcm_conn *conns[MAX_CONNS];
+static int nconns;
+
+static void conn_track(struct uroce_ibcm_conn *c)
+{
+	for (int i = 0; i < nconns; i++)
+		if (conns[i] == c)
+			return;
+	FUZZ_ASSERT(nconns < MAX_CONNS);
+	conns[nconns++] = c;
+}
+
+static void conn_destroy(struct uroce_ibcm_conn *c)
+{
+	for (int i = 0; i < nconns; i++)
+		if (conns[i] == c)
+			conns[i] = conns[--nconns];
+	uroce_ibcm_conn_destroy(c, 0);
+}
+
 static void fuzz_event(void *arg, const struct uroce_ibcm_event *ev)
 {
 	static const struct uroce_ibcm_timing t = {.timeout_ms = 100, .max_retries = 2};
@@ -50,12 +74,16 @@ static void fuzz_event(void *arg, const struct uroce_ibcm_event *ev)
 	memset(&rep, 0, sizeof(rep));
 	switch (ev->type) {
 	case UROCE_IBCM_EV_REQ_RECEIVED:
+		conn_track(ev->conn);
 		FUZZ_ASSERT(uroce_ibcm_send_rep(ev->conn, &rep, &t, 0) == 0);
 		break;
 	case UROCE_IBCM_EV_DREQ_RECEIVED:
 		FUZZ_ASSERT(uroce_ibcm_send_drep(ev->conn, NULL, 0, 0) == 0);
 		break;
 	case UROCE_IBCM_EV_SIDR_REQ_RECEIVED:
+		conn_track(ev->conn);
+		conn_destroy(ev->conn);
+		break;
 	case UROCE_IBCM_EV_REP_RECEIVED:
 	case UROCE_IBCM_EV_RTU_RECEIVED:
 	case UROCE_IBCM_EV_REJ_RECEIVED:
@@ -67,7 +95,7 @@ static void fuzz_event(void *arg, const struct uroce_ibcm_event *ev)
 	case UROCE_IBCM_EV_TIMEWAIT_EXIT:
 	case UROCE_IBCM_EV_SIDR_REP_RECEIVED:
 	case UROCE_IBCM_EV_SIDR_REQ_ERROR:
-		uroce_ibcm_conn_destroy(ev->conn, 0);
+		conn_destroy(ev->conn);
 		break;
 	}
 }
@@ -80,6 +108,7 @@ static void fuzz_ibcm(const uint8_t *data, size_t size)
 	struct uroce_ibcm *cm;
 
 	memset(&from, 0, sizeof(from));
+	nconns = 0;
 	FUZZ_ASSERT(uroce_ibcm_create(&cfg, &cm) == 0);
 	uroce_ibcm_recv(cm, &from, data, size, 0);
 	uroce_ibcm_recv(cm, &from, data, size, 1);
@@ -89,6 +118,12 @@ static void fuzz_ibcm(const uint8_t *data, size_t size)
 		uroce_ibcm_advance(cm, now);
 	}
 	FUZZ_ASSERT(uroce_ibcm_counter(cm, UROCE_IBCM_C_RX_MADS) == 2);
+	for (int i = 0; i < nconns; i++) {
+		if (uroce_ibcm_conn_state(conns[i]) != UROCE_IBCM_ESTABLISHED)
+			fprintf(stderr, "connection left in %s with no timer\n",
+				uroce_ibcm_state_name(uroce_ibcm_conn_state(conns[i])));
+		FUZZ_ASSERT(uroce_ibcm_conn_state(conns[i]) == UROCE_IBCM_ESTABLISHED);
+	}
 	uroce_ibcm_destroy(cm);
 }
 

@@ -2,9 +2,10 @@
 /*
  * libFuzzer target for the transport engine: arbitrary packet sequences (format in
  * fuzz_engine.h) fed to the responder and the completer of an RC QP pair in RTS that has work
- * outstanding, interleaved with transmission and timers. Registered regions sit between guard
- * areas (poisoned under ASan, canary-checked always); any write outside them, any crash, or a
- * nonsensical completion aborts.
+ * outstanding (and to a UC pair and a UD QP beside it), interleaved with transmission and
+ * timers. Registered regions sit between guard areas (poisoned under ASan, canary-checked
+ * always); any write outside them, any crash, a nonsensical completion, or a QP that no longer
+ * answers its legitimate peer (liveness.h) aborts.
  */
 #include "fuzz_engine.h"
 
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "liveness.h"
 #include "simenv.h"
 #include "wire/bytes.h"
 #include "wire/opcode.h"
@@ -40,14 +42,23 @@
 #define MAX_PKT	 8192
 #define RECV_LEN 4096
 #define NRECV	 8
+#define NSIGNALED 6 /* A's signaled work requests, wr_id 1 .. 6 */
+/* Where the liveness probes write and receive, at the end of each RC/UC region. */
+#define PROBE_RC      (MR_LEN - 64)
+#define PROBE_UC      (MR_LEN - 48)
+#define PROBE_RC_RECV (MR_LEN - 32)
+#define PROBE_UC_RECV (MR_LEN - 16)
 
 struct fz {
 	struct simenv s;
 	struct simqp_cfg c;
 	struct simqp q[2]; /* RC pair */
 	struct simqp ud;   /* UD QP on B */
+	struct simqp uc[2]; /* UC pair */
 	struct simmr m[2];
 	struct simmr mud;
+	struct live_set live;
+	unsigned a_done; /* bit i: A's wr_id i completed */
 };
 
 static void fz_abort(const char *why)
@@ -73,10 +84,60 @@ static void guard_poison(struct simmr *m, bool on)
 	}
 }
 
+static void check_wc(struct fz *f, const struct uroce_wc *wc);
+
+static void live_wc(void *arg, const struct uroce_wc *wc)
+{
+	check_wc(arg, wc);
+}
+
+/* The QPs the liveness invariant watches: RC on both nodes, UC and UD on B. */
+static void live_setup(struct fz *f)
+{
+	struct live_qp l;
+
+	live_init(&f->live, &f->s.net);
+	f->live.on_wc = live_wc;
+	f->live.on_wc_arg = f;
+	for (int i = 0; i < 2; i++) {
+		memset(&l, 0, sizeof(l));
+		l.node = i;
+		l.peer = !i;
+		l.qp = f->q[i].qp;
+		l.mem = f->m[i].buf + PROBE_RC;
+		l.va = simmr_va(&f->m[i], PROBE_RC);
+		l.rkey = f->m[i].rkey;
+		l.recv_va = simmr_va(&f->m[i], PROBE_RC_RECV);
+		l.recv_lkey = f->m[i].lkey;
+		l.rcq = f->q[i].rcq;
+		live_add(&f->live, &l);
+	}
+	memset(&l, 0, sizeof(l));
+	l.node = B;
+	l.peer = A;
+	l.qp = f->uc[B].qp;
+	l.mem = f->m[B].buf + PROBE_UC;
+	l.va = simmr_va(&f->m[B], PROBE_UC);
+	l.rkey = f->m[B].rkey;
+	l.recv_va = simmr_va(&f->m[B], PROBE_UC_RECV);
+	l.recv_lkey = f->m[B].lkey;
+	l.rcq = f->uc[B].rcq;
+	live_add(&f->live, &l);
+	memset(&l, 0, sizeof(l));
+	l.node = B;
+	l.peer = A;
+	l.qp = f->ud.qp;
+	l.peer_qpn = 0x99;
+	l.recv_va = simmr_va(&f->mud, 0);
+	l.recv_lkey = f->mud.lkey;
+	l.rcq = f->ud.rcq;
+	live_add(&f->live, &l);
+}
+
 /* The pair, its regions, receives on B, and work outstanding on A. */
 static int fz_setup(struct fz *f, bool up)
 {
-	struct simqp_cfg uc;
+	struct simqp_cfg uc, ucc;
 	struct uroce_qp_attr a;
 
 	memset(f, 0, sizeof(*f));
@@ -97,6 +158,17 @@ static int fz_setup(struct fz *f, bool up)
 	}
 	if (simqp_connect(&f->s, &f->q[A], &f->q[B], &f->c))
 		return -EINVAL;
+	simqp_cfg_default(&ucc, UROCE_QPT_UC);
+	ucc.cap = f->c.cap;
+	ucc.access = UROCE_ACCESS_LOCAL_WRITE | UROCE_ACCESS_REMOTE_WRITE;
+	for (int i = 0; i < 2; i++)
+		if (simqp_create(&f->s, i, &ucc, 64, NULL, &f->uc[i]))
+			return -ENOMEM;
+	if (simqp_connect(&f->s, &f->uc[A], &f->uc[B], &ucc))
+		return -EINVAL;
+	for (int i = 0; i < 4; i++)
+		sim_post_recv1(f->uc[B].qp, 300 + (uint64_t)i, &f->m[B],
+			       (size_t)(NRECV + i) * RECV_LEN, RECV_LEN);
 	simqp_cfg_default(&uc, UROCE_QPT_UD);
 	uc.cap = f->c.cap;
 	if (simqp_create(&f->s, B, &uc, 64, NULL, &f->ud) ||
@@ -132,28 +204,82 @@ static int fz_setup(struct fz *f, bool up)
 	for (int i = 0; i < 2; i++)
 		guard_poison(&f->m[i], true);
 	guard_poison(&f->mud, true);
+	live_setup(f);
 	return 0;
 }
 
-static void check_cq(struct uroce_cq *cq)
+static void check_wc(struct fz *f, const struct uroce_wc *wc)
+{
+	if (getenv("UROCE_FUZZ_VERBOSE"))
+		fprintf(stderr, "  wc qp %#x wr_id %llu status %s opcode %d len %u\n", wc->qp_num,
+			(unsigned long long)wc->wr_id, sim_wc_status_name(wc->status), wc->opcode,
+			wc->byte_len);
+	if ((unsigned)wc->status > UROCE_WC_GENERAL_ERR)
+		fz_abort("completion with an unknown status");
+	if (wc->status == UROCE_WC_SUCCESS && (wc->opcode & UROCE_WC_RECV) &&
+	    wc->opcode != UROCE_WC_RECV_RDMA_WITH_IMM && wc->byte_len > RECV_LEN + 40)
+		fz_abort("receive longer than its buffer");
+	for (int i = 0; i < f->live.n; i++)
+		if (wc->status != UROCE_WC_SUCCESS && wc->qp_num == uroce_qp_num(f->live.q[i].qp))
+			f->live.q[i].err_wc_seen = true;
+	if (f->q[A].qp && wc->qp_num == uroce_qp_num(f->q[A].qp) && !(wc->opcode & UROCE_WC_RECV) &&
+	    wc->wr_id >= 1 && wc->wr_id <= 7) {
+		if (f->a_done & 1u << wc->wr_id)
+			fz_abort("a work request completed twice");
+		f->a_done |= 1u << wc->wr_id;
+	}
+}
+
+static void check_cq(struct fz *f, struct uroce_cq *cq)
 {
 	struct uroce_wc wc[16];
 	int n;
 
 	while ((n = uroce_cq_poll(cq, 16, wc)) > 0)
-		for (int i = 0; i < n; i++) {
-			if (getenv("UROCE_FUZZ_VERBOSE"))
-				fprintf(stderr, "  wc wr_id %llu status %s opcode %d len %u\n",
-					(unsigned long long)wc[i].wr_id,
-					sim_wc_status_name(wc[i].status), wc[i].opcode,
-					wc[i].byte_len);
-			if ((unsigned)wc[i].status > UROCE_WC_GENERAL_ERR)
-				fz_abort("completion with an unknown status");
-			if (wc[i].status == UROCE_WC_SUCCESS && (wc[i].opcode & UROCE_WC_RECV) &&
-			    wc[i].opcode != UROCE_WC_RECV_RDMA_WITH_IMM &&
-			    wc[i].byte_len > RECV_LEN + 40)
-				fz_abort("receive longer than its buffer");
+		for (int i = 0; i < n; i++)
+			check_wc(f, &wc[i]);
+}
+
+static void check_all_cqs(struct fz *f)
+{
+	for (int i = 0; i < 2; i++) {
+		if (f->q[i].qp) {
+			check_cq(f, f->q[i].scq);
+			check_cq(f, f->q[i].rcq);
 		}
+		if (f->uc[i].qp) {
+			check_cq(f, f->uc[i].scq);
+			check_cq(f, f->uc[i].rcq);
+		}
+	}
+	if (f->ud.qp)
+		check_cq(f, f->ud.rcq);
+}
+
+/*
+ * The invariant after the records and after the timers: every watched QP answers its peer
+ * (liveness.h), and A's requester, while a signaled request of it has not completed, has a
+ * packet to send or a timer running (its retries are infinite, retry_cnt 7, and the links are
+ * down: it must keep trying).
+ */
+static void check_live(struct fz *f, const char *when)
+{
+	char why[256];
+
+	check_all_cqs(f);
+	if (live_check(&f->live, why, sizeof(why))) {
+		fprintf(stderr, "fuzz_engine: %s: %s\n", when, why);
+		fz_abort("a QP no longer answers its peer");
+	}
+	check_all_cqs(f);
+	unsigned all = ((1u << NSIGNALED) - 1) << 1;
+
+	if (uroce_qp_state(f->q[A].qp) == UROCE_QPS_RTS && (f->a_done & all) != all &&
+	    !uroce_eng_tx_pending(f->s.eng[A]) &&
+	    uroce_eng_next_deadline(f->s.eng[A]) == UROCE_NEVER) {
+		fprintf(stderr, "fuzz_engine: %s: completed %#x\n", when, f->a_done);
+		fz_abort("the requester has work outstanding and no timer");
+	}
 }
 
 static void fz_teardown(struct fz *f)
@@ -166,17 +292,12 @@ static void fz_teardown(struct fz *f)
 			fz_abort("write outside a registered region");
 	if (!simmr_guard_ok(&f->mud))
 		fz_abort("write outside the UD region");
-	for (int i = 0; i < 2; i++) {
-		if (f->q[i].qp) {
-			check_cq(f->q[i].scq);
-			check_cq(f->q[i].rcq);
-		}
-	}
-	if (f->ud.qp)
-		check_cq(f->ud.rcq);
+	check_all_cqs(f);
 	simqp_destroy(&f->q[A]);
 	simqp_destroy(&f->q[B]);
 	simqp_destroy(&f->ud);
+	simqp_destroy(&f->uc[A]);
+	simqp_destroy(&f->uc[B]);
 	simmr_free(&f->m[A]);
 	simmr_free(&f->m[B]);
 	simmr_free(&f->mud);
@@ -198,7 +319,9 @@ static void feed(struct fz *f, uint8_t ctl, uint8_t *p, uint32_t len)
 {
 	int to = ctl & FUZZ_TO_A ? A : B;
 	int from = !to;
-	struct uroce_qp *qp = to == B && (ctl & FUZZ_UD) ? f->ud.qp : f->q[to].qp;
+	struct uroce_qp *qp = to == B && (ctl & FUZZ_UD) ? f->ud.qp
+			      : ctl & FUZZ_UC		 ? f->uc[to].qp
+							 : f->q[to].qp;
 	struct simmr *m = &f->m[to];
 	struct uroce_rx_pkt rx;
 
@@ -273,13 +396,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		} else {
 			sim_run_for(&f->s.net, (uint64_t)dt << 10);
 		}
-		for (int i = 0; i < 2; i++) {
-			check_cq(f->q[i].scq);
-			check_cq(f->q[i].rcq);
-		}
+		check_all_cqs(f);
 	}
+	check_live(f, "after the records");
 	/* every timer: retries and RNR waits, their packets lost */
 	sim_run_for(&f->s.net, 50000000);
+	check_live(f, "after the timers");
 	fz_teardown(f);
 	free(f);
 	return 0;

@@ -15,9 +15,14 @@
  *                bit 4  the packet arrived with ECN CE
  *                bit 5  target B's UD QP instead of its RC QP (with bit 1)
  *                bit 6  set the BTH PSN to the target's expected PSN + (PSN % 8)
+ *                bit 7  target the node's UC QP instead of its RC QP (with bit 1; bit 5 wins)
  *   byte 1     virtual time to let pass afterwards, in units of 1.024 us (timers run)
  *   bytes 2-3  packet length, little-endian (cut to what is left)
  *   then the transport packet, BTH .. ICRC (the ICRC is not checked: the caller's job)
+ *
+ * After the records, and again after every timer has run, the liveness invariant (liveness.h)
+ * must hold for the RC QPs of both nodes and B's UC and UD QPs, and A's requester, while work
+ * of it is outstanding, must have something to send or a timer running.
  */
 #ifndef UROCE_TESTS_SIM_FUZZ_ENGINE_H
 #define UROCE_TESTS_SIM_FUZZ_ENGINE_H
@@ -32,6 +37,7 @@
 #define FUZZ_ECN      0x10
 #define FUZZ_UD	      0x20
 #define FUZZ_FIX_PSN  0x40
+#define FUZZ_UC	      0x80
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
