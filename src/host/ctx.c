@@ -27,6 +27,7 @@
 #include "host/io/share_slots.h"
 #include "host/io/udp.h"
 #include "host/io/wrap_env.h"
+#include "host/mem_guard.h"
 #include "host/os/neigh.h"
 #include "host/os/netif.h"
 #include "host/os/v4mapped.h"
@@ -882,6 +883,10 @@ int uroce_ctx_open(const char *name, const struct uroce_ctx_cfg *cfg, struct uro
 	rc = uroce_eng_create(&c->eng, &ecfg);
 	if (rc)
 		goto fail;
+	/* Memory the application lost under a registration is an access error, not a signal
+	 * (mem_guard.h); UROCE_MEM_GUARD=0 leaves faults to the process. */
+	if (!env_off("UROCE_MEM_GUARD") && uroce_mem_guard_install() == 0)
+		uroce_eng_set_mem_guard(c->eng, uroce_mem_guard, NULL);
 	rc = open_backends(c);
 	if (rc)
 		goto fail;
