@@ -46,6 +46,9 @@ struct neigh_entry {
 };
 
 struct uroce_ctx {
+	struct uroce_ctx *next; /* in open_ctxs */
+	/* Inherited by a child of fork(): no thread, no I/O (see uroce_ctx_open's fork notes). */
+	bool orphan;
 	struct uroce_devdef def;
 	char rundir[256];
 	struct uroce_eng *eng;
@@ -118,6 +121,45 @@ struct uroce_ctx {
 		struct uroce_rx_desc rxd[CTX_BURST];
 	} burst;
 };
+
+/*
+ * Every opened device of the process, for fork(): the one process-wide list of the contexts,
+ * since fork() is process-wide. Before a fork the forking thread takes every context's lock, so
+ * that no engine is half-way through a call (the progress thread's round ends first); after it,
+ * the parent unlocks them, and the child unlocks its copies and marks them orphans.
+ */
+static pthread_mutex_t open_ctxs_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct uroce_ctx *open_ctxs;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&open_ctxs_lock);
+	for (struct uroce_ctx *c = open_ctxs; c; c = c->next)
+		pthread_mutex_lock(&c->lock);
+}
+
+static void fork_parent(void)
+{
+	for (struct uroce_ctx *c = open_ctxs; c; c = c->next)
+		pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&open_ctxs_lock);
+}
+
+static void fork_child(void)
+{
+	for (struct uroce_ctx *c = open_ctxs; c; c = c->next) {
+		c->orphan = true;
+		atomic_store_explicit(&c->lock_waiters, 0, memory_order_relaxed);
+		pthread_mutex_unlock(&c->lock);
+	}
+	pthread_mutex_unlock(&open_ctxs_lock);
+}
+
+static void atfork_register(void)
+{
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
 
 static uint64_t mono_ns(void)
 {
@@ -239,6 +281,8 @@ static void send_all(struct uroce_backend *b, struct uroce_tx_desc *d, int n)
 
 static void do_tx(struct uroce_ctx *c, uint64_t now)
 {
+	if (c->orphan)
+		return; /* the parent's sockets: nothing of the child's copy goes out */
 	uroce_pace_sent(&c->pace);
 	for (int round = 0; round < 64; round++) {
 		int n = uroce_eng_tx(c->eng, now, c->burst.txp, CTX_BURST), n1 = 0, n2 = 0;
@@ -381,8 +425,8 @@ static int rx_burst(struct uroce_ctx *c, struct uroce_backend *b, uint64_t now)
  * waiting. */
 static bool do_rx(struct uroce_ctx *c, struct uroce_backend *b, uint64_t now)
 {
-	if (!b)
-		return false;
+	if (!b || c->orphan)
+		return false; /* the parent's sockets: the child takes none of its packets */
 	for (int round = 0; round < 16; round++) {
 		int n = rx_burst(c, b, now);
 
@@ -402,7 +446,9 @@ static void drain_events(struct uroce_ctx *c)
 
 	while (uroce_eng_poll_event(c->eng, &ev) == 1) {
 		c->prog.comp_events += ev.type == UROCE_EVENT_COMP;
-		if (c->on_event)
+		/* An orphan's events are not reported: the callback's eventfds are the
+		 * parent's. */
+		if (c->on_event && !c->orphan)
 			c->on_event(c->arg, &ev);
 	}
 }
@@ -903,6 +949,11 @@ int uroce_ctx_open(const char *name, const struct uroce_ctx_cfg *cfg, struct uro
 	if (rc)
 		goto fail;
 	c->prog.started = true;
+	pthread_once(&atfork_once, atfork_register);
+	pthread_mutex_lock(&open_ctxs_lock);
+	c->next = open_ctxs;
+	open_ctxs = c;
+	pthread_mutex_unlock(&open_ctxs_lock);
 	*out = c;
 	return 0;
 fail:
@@ -910,10 +961,42 @@ fail:
 	return rc;
 }
 
+/* Unlink c from open_ctxs (it may not be there: an open that failed). */
+static void ctx_unlist(struct uroce_ctx *c)
+{
+	pthread_mutex_lock(&open_ctxs_lock);
+	for (struct uroce_ctx **p = &open_ctxs; *p; p = &(*p)->next)
+		if (*p == c) {
+			*p = c->next;
+			break;
+		}
+	pthread_mutex_unlock(&open_ctxs_lock);
+}
+
+/* A child's copy of its parent's device: what is the parent's (the sockets' group membership,
+ * the QPN slot, the progress thread, the capture file) is left alone; the copies are freed. */
+static void close_orphan(struct uroce_ctx *c)
+{
+	if (c->stats.file)
+		uroce_stats_close(c->stats.file);
+	uroce_eng_destroy(c->eng);
+	if (c->prog.kick_fd >= 0)
+		close(c->prog.kick_fd);
+	if (c->prog.watch_fd >= 0)
+		close(c->prog.watch_fd);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
 void uroce_ctx_close(struct uroce_ctx *c)
 {
 	if (!c)
 		return;
+	ctx_unlist(c);
+	if (c->orphan) {
+		close_orphan(c);
+		return;
+	}
 	if (c->prog.started) {
 		atomic_store(&c->prog.stop, true);
 		uroce_ctx_kick(c);
@@ -965,6 +1048,8 @@ void uroce_ctx_kick(struct uroce_ctx *c)
 {
 	uint64_t one = 1;
 
+	if (c->orphan)
+		return; /* the eventfd is shared with the parent's progress thread */
 	if (write(c->prog.kick_fd, &one, sizeof(one)) < 0) {
 		/* EAGAIN: the counter is already non-zero, the thread will wake. */
 	}
@@ -1024,6 +1109,8 @@ int uroce_ctx_gsi_steer(struct uroce_ctx *c, const uint64_t *ids, int n)
 		return -EINVAL;
 	if (n > UROCE_SHARE_MAX_CLAIMS)
 		return -ENOSPC;
+	if (c->orphan)
+		return 0; /* the steering is the parent's */
 	pthread_mutex_lock(&c->lock);
 	old = c->share;
 	c->share.cm = true;
@@ -1060,6 +1147,8 @@ int uroce_ctx_mcast_sync(struct uroce_ctx *c)
 	uint8_t want[UROCE_MAX_MCAST_GRP][16];
 	int n = uroce_mcast_groups(c->eng, want, UROCE_MAX_MCAST_GRP), rc = 0;
 
+	if (c->orphan)
+		return 0; /* the memberships are the parent's sockets' */
 	if (n > UROCE_MAX_MCAST_GRP)
 		n = UROCE_MAX_MCAST_GRP;
 	for (int i = 0; i < c->mcast.n;) {

@@ -74,6 +74,22 @@ struct uroce_ctx_cfg {
  * and a warning is printed once).
  */
 int uroce_ctx_open(const char *name, const struct uroce_ctx_cfg *cfg, struct uroce_ctx **out);
+/*
+ * fork(): the engine reaches registered memory by virtual address, so the parent goes on with
+ * the pages its regions name (copy-on-write gives the child copies), as the kernel's copy-on-fork
+ * of pinned pages does: no MADV_DONTFORK is needed. The child inherits copies of the opened
+ * devices, each an orphan: no progress thread, and no I/O, since the sockets, eventfds and
+ * files are the parent's (a packet the child took or sent would be missing from, or forged
+ * into, the parent's connections). Verbs on an orphan act on the child's copy only: posts are
+ * queued and never sent, polls find nothing new, steering and multicast changes do nothing,
+ * events are not reported (the completion channels' and async eventfds are shared with the
+ * parent: the child must not wait on them either), and uroce_ctx_close frees the copy and leaves the parent's group membership, QPN slot and
+ * capture file alone. The child may open the device again (a new context, a new member of the
+ * device). A child that goes on living holds its copies of the sockets until it execs or exits
+ * (they are close-on-exec): a socket the parent closes meanwhile stays in the kernel's
+ * SO_REUSEPORT group, where the steering of the processes that share the device does not
+ * expect it.
+ */
 void uroce_ctx_close(struct uroce_ctx *c);
 
 void uroce_ctx_lock(struct uroce_ctx *c);

@@ -9,6 +9,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,28 @@ static int will_path(char *buf, size_t cap)
 	if (snprintf(buf, cap, "%s/%s", dirname(tmp), CMA_WILL_EXE) >= (int)cap)
 		return -ENAMETOOLONG;
 	return access(buf, X_OK) == 0 ? 0 : -errno;
+}
+
+/*
+ * A child of fork() has no will of its own: the parent's pipe, held open by the child, would
+ * keep the watchdog from seeing the parent die, and the table is the parent's (MAP_SHARED), which
+ * the child's copies of the ids must not disarm. The child closes the one and unmaps the other.
+ */
+static void will_forget(void)
+{
+	if (table)
+		munmap(table, sizeof(*table));
+	table = NULL;
+	if (pipe_wr >= 0)
+		close(pipe_wr);
+	pipe_wr = -1;
+}
+
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void atfork_register(void)
+{
+	pthread_atfork(NULL, NULL, will_forget);
 }
 
 int cma_will_start(void)
@@ -93,6 +116,7 @@ int cma_will_start(void)
 	}
 	pipe_wr = p[1];
 	p[1] = -1;
+	pthread_once(&atfork_once, atfork_register);
 out:
 	close(p[0]);
 	if (p[1] >= 0)
