@@ -973,10 +973,29 @@ static void ctx_unlist(struct uroce_ctx *c)
 	pthread_mutex_unlock(&open_ctxs_lock);
 }
 
+/*
+ * The backends of the orphans closed in this process (a child of fork()): closing one would
+ * take the parent's sockets out of the device's group (io/share_group.h), so the child keeps
+ * them, fds and all, until it execs or exits.
+ */
+struct orphan_io {
+	struct orphan_io *next;
+	struct uroce_backend *v2, *v1;
+};
+static struct orphan_io *orphan_io;
+
 /* A child's copy of its parent's device: what is the parent's (the sockets' group membership,
  * the QPN slot, the progress thread, the capture file) is left alone; the copies are freed. */
 static void close_orphan(struct uroce_ctx *c)
 {
+	struct orphan_io *o = malloc(sizeof(*o));
+
+	if (o) {
+		pthread_mutex_lock(&open_ctxs_lock);
+		*o = (struct orphan_io){orphan_io, c->v2, c->v1};
+		orphan_io = o;
+		pthread_mutex_unlock(&open_ctxs_lock);
+	}
 	if (c->stats.file)
 		uroce_stats_close(c->stats.file);
 	uroce_eng_destroy(c->eng);
