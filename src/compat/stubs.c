@@ -104,32 +104,6 @@ int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op, uint32_
 	return 0;
 }
 
-/* ---- fork: uroce pins nothing and touches memory by virtual address ------------------------- */
-
-int ibv_fork_init(void)
-{
-	return 0;
-}
-
-enum ibv_fork_status ibv_is_fork_initialized(void)
-{
-	return IBV_FORK_UNNEEDED;
-}
-
-int ibv_dontfork_range(void *base, size_t size)
-{
-	(void)base;
-	(void)size;
-	return 0;
-}
-
-int ibv_dofork_range(void *base, size_t size)
-{
-	(void)base;
-	(void)size;
-	return 0;
-}
-
 /* ---- IBVERBS_PRIVATE_34: the provider interface (libmlx5/libefa import it) ------------------ */
 
 bool verbs_allow_disassociate_destroy;

@@ -27,6 +27,7 @@
 #include "host/io/share_slots.h"
 #include "host/io/udp.h"
 #include "host/io/wrap_env.h"
+#include "host/mem_guard.h"
 #include "host/os/neigh.h"
 #include "host/os/netif.h"
 #include "host/os/v4mapped.h"
@@ -48,8 +49,9 @@ struct uroce_ctx {
 	struct uroce_devdef def;
 	struct uroce_ctx *next_open; /* the process's open contexts (fork handling) */
 	/* A context of the parent, seen in a forked child: no progress thread, no descriptors;
-	 * the child does no I/O with it, and closing it frees memory only. */
-	bool inherited;
+	 * the child does no I/O with it, reports no events (the eventfds are the parent's), and
+	 * closing it frees memory only. */
+	bool orphan;
 	char rundir[256];
 	struct uroce_eng *eng;
 	pthread_mutex_t lock;
@@ -242,6 +244,8 @@ static void send_all(struct uroce_backend *b, struct uroce_tx_desc *d, int n)
 
 static void do_tx(struct uroce_ctx *c, uint64_t now)
 {
+	if (c->orphan)
+		return; /* the parent's sockets: nothing of the child's copy goes out */
 	uroce_pace_sent(&c->pace);
 	for (int round = 0; round < 64; round++) {
 		int n = uroce_eng_tx(c->eng, now, c->burst.txp, CTX_BURST), n1 = 0, n2 = 0;
@@ -384,8 +388,8 @@ static int rx_burst(struct uroce_ctx *c, struct uroce_backend *b, uint64_t now)
  * waiting. */
 static bool do_rx(struct uroce_ctx *c, struct uroce_backend *b, uint64_t now)
 {
-	if (!b)
-		return false;
+	if (!b || c->orphan)
+		return false; /* the parent's sockets: the child takes none of its packets */
 	for (int round = 0; round < 16; round++) {
 		int n = rx_burst(c, b, now);
 
@@ -405,7 +409,9 @@ static void drain_events(struct uroce_ctx *c)
 
 	while (uroce_eng_poll_event(c->eng, &ev) == 1) {
 		c->prog.comp_events += ev.type == UROCE_EVENT_COMP;
-		if (c->on_event)
+		/* An orphan's events are not reported: the callback's eventfds are the
+		 * parent's. */
+		if (c->on_event && !c->orphan)
 			c->on_event(c->arg, &ev);
 	}
 }
@@ -488,7 +494,7 @@ static void poll_round(struct uroce_ctx *c)
 
 bool uroce_ctx_polled(struct uroce_ctx *c, enum uroce_ctx_poll what)
 {
-	if (c->inherited)
+	if (c->orphan)
 		return false;
 	switch (what) {
 	case UROCE_CTX_POLL_FOUND:
@@ -509,7 +515,7 @@ bool uroce_ctx_polled(struct uroce_ctx *c, enum uroce_ctx_poll what)
 
 void uroce_ctx_poll_idle(struct uroce_ctx *c)
 {
-	if (!c->inherited)
+	if (!c->orphan)
 		do_tx(c, mono_ns());
 	drain_events(c);
 }
@@ -531,7 +537,7 @@ void uroce_ctx_arm_unlock(struct uroce_ctx *c)
 
 bool uroce_ctx_post_tx(struct uroce_ctx *c, size_t bytes)
 {
-	if (c->inherited)
+	if (c->orphan)
 		return false;
 	uint64_t now = mono_ns();
 	bool held = uroce_pace_post(&c->pace, now, bytes);
@@ -664,9 +670,9 @@ static struct uroce_pcap_sink *process_sink;
  * fork(): the child has the parent's memory, but neither its progress threads nor a right to its
  * sockets, QPN slots and counters, which stay the parent's. Before the fork the forking thread
  * takes every context's lock (so the child's copies are consistent: no round half done); in the
- * child each context becomes inherited: its descriptors closed (the sockets of the device's share
- * group stay the parent's members, untold), its lock free, no I/O and no counters from it, and
- * closing it frees memory only. The child opens devices of its own as any process does. As with
+ * child each context becomes an orphan: its descriptors closed (the sockets, whose last
+ * reference is the parent's, stay the device's share group's members, untold), its lock free, no
+ * I/O, no events and no counters from it, and closing it frees memory only. The child opens devices of its own as any process does. As with
  * rdma-core, the parent's objects are of no use in the child: a poll finds nothing new and a post
  * goes nowhere.
  *
@@ -696,8 +702,9 @@ static void fork_child(void)
 {
 	pthread_mutex_unlock(&sink_lock);
 	for (struct uroce_ctx *c = open_ctxs; c; c = c->next_open) {
-		c->inherited = true;
+		c->orphan = true;
 		c->prog.started = false; /* the thread stayed in the parent */
+		atomic_store_explicit(&c->lock_waiters, 0, memory_order_relaxed);
 		uroce_backend_forget(c->v2);
 		uroce_backend_forget(c->v1);
 		if (c->prog.kick_fd >= 0)
@@ -969,6 +976,10 @@ int uroce_ctx_open(const char *name, const struct uroce_ctx_cfg *cfg, struct uro
 	rc = uroce_eng_create(&c->eng, &ecfg);
 	if (rc)
 		goto fail;
+	/* Memory the application lost under a registration is an access error, not a signal
+	 * (mem_guard.h); UROCE_MEM_GUARD=0 leaves faults to the process. */
+	if (!env_off("UROCE_MEM_GUARD") && uroce_mem_guard_install() == 0)
+		uroce_eng_set_mem_guard(c->eng, uroce_mem_guard, NULL);
 	rc = open_backends(c);
 	if (rc)
 		goto fail;
@@ -997,7 +1008,7 @@ void uroce_ctx_close(struct uroce_ctx *c)
 {
 	if (!c)
 		return;
-	if (c->inherited) {
+	if (c->orphan) {
 		uroce_backend_close(c->v2); /* memory only: forgotten at the fork */
 		uroce_backend_close(c->v1);
 		uroce_stats_close(c->stats.file);
@@ -1057,8 +1068,8 @@ void uroce_ctx_kick(struct uroce_ctx *c)
 {
 	uint64_t one = 1;
 
-	if (c->inherited)
-		return;
+	if (c->orphan)
+		return; /* the eventfd is shared with the parent's progress thread */
 	if (write(c->prog.kick_fd, &one, sizeof(one)) < 0) {
 		/* EAGAIN: the counter is already non-zero, the thread will wake. */
 	}
@@ -1118,8 +1129,8 @@ int uroce_ctx_gsi_steer(struct uroce_ctx *c, const uint64_t *ids, int n)
 		return -EINVAL;
 	if (n > UROCE_SHARE_MAX_CLAIMS)
 		return -ENOSPC;
-	if (c->inherited)
-		return -EIO;
+	if (c->orphan)
+		return 0; /* the steering is the parent's */
 	pthread_mutex_lock(&c->lock);
 	old = c->share;
 	c->share.cm = true;
@@ -1156,8 +1167,8 @@ int uroce_ctx_mcast_sync(struct uroce_ctx *c)
 	uint8_t want[UROCE_MAX_MCAST_GRP][16];
 	int n = uroce_mcast_groups(c->eng, want, UROCE_MAX_MCAST_GRP), rc = 0;
 
-	if (c->inherited)
-		return -EIO;
+	if (c->orphan)
+		return 0; /* the memberships are the parent's sockets' */
 	if (n > UROCE_MAX_MCAST_GRP)
 		n = UROCE_MAX_MCAST_GRP;
 	for (int i = 0; i < c->mcast.n;) {

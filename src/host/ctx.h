@@ -37,10 +37,6 @@
  * - Engine events (completion notifications, async errors) are handed to the callback given at
  *   open, from the progress thread or from the thread that made the engine call, with the lock
  *   held: the callback must not call back into the context (it writes to an fd and returns).
- * - fork(): in the child, the parent's contexts are inherited: no progress thread, their
- *   descriptors closed (the device's sockets stay the parent's), their I/O calls do nothing
- *   (gsi_steer and mcast_sync return -EIO), closing one frees memory only. The child opens
- *   devices of its own (ctx.c, "fork").
  * - Address vectors are resolved to paths with the GID table: sgid_index gives the source
  *   address and the encapsulation (v1 or v2 by the entry's type); the destination GID gives the
  *   destination address (v4-mapped GIDs are IPv4). RoCE v1 needs the peer's MAC from the
@@ -78,6 +74,20 @@ struct uroce_ctx_cfg {
  * and a warning is printed once).
  */
 int uroce_ctx_open(const char *name, const struct uroce_ctx_cfg *cfg, struct uroce_ctx **out);
+/*
+ * fork(): the engine reaches registered memory by virtual address, so the parent goes on with
+ * the pages its regions name (copy-on-write gives the child copies), as the kernel's copy-on-fork
+ * of pinned pages does: no MADV_DONTFORK is needed. The child inherits copies of the opened
+ * devices, each an orphan: no progress thread, and no I/O, since the sockets, eventfds and
+ * files are the parent's (a packet the child took or sent would be missing from, or forged
+ * into, the parent's connections); the child's copies of their descriptors are closed at the
+ * fork (ctx.c, "fork"). Verbs on an orphan act on the child's copy only: posts are queued and
+ * never sent, polls find nothing new, steering and multicast changes do nothing, events are not
+ * reported (the completion channels' and async eventfds are shared with the parent: the child
+ * must not wait on them either), and uroce_ctx_close frees the copy and leaves the parent's group
+ * membership, QPN slot and capture file alone. The child may open the device again (a new
+ * context, a new member of the device).
+ */
 void uroce_ctx_close(struct uroce_ctx *c);
 
 void uroce_ctx_lock(struct uroce_ctx *c);

@@ -192,6 +192,26 @@ typedef int (*uroce_mem_probe_fn)(void *arg, const void *addr, size_t len, bool 
 void uroce_eng_set_mem_probe(struct uroce_eng *e, uroce_mem_probe_fn fn, void *arg);
 
 /*
+ * The host's guard over memory the application may have lost. The engine reaches registered
+ * memory by virtual address, with plain loads and stores: pages the application unmapped (or
+ * made inaccessible) under a region that is still registered fault when it touches them, where
+ * a NIC, which pins the pages, goes on. So every access the engine makes to a region's memory
+ * (copies in and out, an atomic, the check that a payload it hands out in place is readable)
+ * runs as a function fn(fn_arg) through the guard: the guard calls fn once and returns 0, or
+ * -EFAULT when fn faulted on [lo, lo + len), the registered memory it touches, and was
+ * abandoned there (it may have done part of its work). fn touches nothing else that may fault,
+ * takes no lock and owns nothing, so it can be abandoned at any point. Called from any call that
+ * moves data, under the caller's serialisation, on the caller's thread; it must not call back
+ * into the engine. The engine answers -EFAULT as it answers a key that does not cover the
+ * range: a remote access error for a peer's request (NAK, the QP to ERR with
+ * UROCE_EVENT_QP_ACCESS_ERR), a local protection error for a work request's own buffer.
+ * NULL (the default): fn runs unguarded, and a fault is the process's.
+ */
+typedef int (*uroce_mem_guard_fn)(void *arg, const void *lo, size_t len, void (*fn)(void *),
+				  void *fn_arg);
+void uroce_eng_set_mem_guard(struct uroce_eng *e, uroce_mem_guard_fn fn, void *arg);
+
+/*
  * Memory windows (IBTA 10.6.7): remote access to part of a memory region, with rights of their
  * own, under an R_Key of their own. A window is bound by a UROCE_WR_BIND_MW work request, which
  * sets its region, range, rights and the low 8 bits of its R_Key (the "key" the consumer picks;

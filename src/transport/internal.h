@@ -277,6 +277,9 @@ struct uroce_eng {
 	/* the host's check of memory reached through implicit regions */
 	uroce_mem_probe_fn mem_probe;
 	void *mem_probe_arg;
+	/* the host's guard over every access to registered memory */
+	uroce_mem_guard_fn mem_guard;
+	void *mem_guard_arg;
 };
 
 static inline void uroce_count(struct uroce_eng *e, enum uroce_counter c)
@@ -306,15 +309,28 @@ enum uroce_wc_status uroce_mw_bind(struct uroce_qp *qp, const struct uroce_swqe 
 int uroce_mw_invalidate(struct uroce_qp *qp, uint32_t rkey);
 /* qp is going away: the windows bound through it become free. */
 void uroce_mw_forget_qp(struct uroce_qp *qp);
-/* Copy len bytes at offset off of the SGE list into dst; -EFAULT on a bad SGE. */
+/*
+ * Accesses to registered memory, each through the host's guard (uroce_eng_set_mem_guard): 0, or
+ * -EFAULT when the memory faulted. uroce_mem_to copies into registered memory, uroce_mem_from
+ * out of it; uroce_mem_readable reads a byte of every page of [p, p + n), for a payload sent in
+ * place; uroce_mem_atomic runs the atomic of opcode (UROCE_OP_RC_FETCH_ADD or CMP_SWAP) on the
+ * 8 bytes at p, the original value into *orig.
+ */
+int uroce_mem_to(struct uroce_eng *e, void *dst, const void *src, size_t n);
+int uroce_mem_from(struct uroce_eng *e, void *dst, const void *src, size_t n);
+int uroce_mem_readable(struct uroce_eng *e, const void *p, size_t n);
+int uroce_mem_atomic(struct uroce_eng *e, uint8_t *p, uint8_t opcode, uint64_t compare,
+		     uint64_t swap_add, uint64_t *orig);
+/* Copy len bytes at offset off of the SGE list into dst; -EFAULT on a bad SGE or lost memory. */
 int uroce_sge_gather(struct uroce_eng *e, struct uroce_pd *pd, const struct uroce_sge *sge,
 		     uint32_t nsge, uint32_t off, uint8_t *dst, uint32_t len);
 /* A pointer to len contiguous bytes at offset off of the SGE list, or NULL if they span SGEs
- * or an SGE is bad (*bad set then). */
+ * or an SGE is bad (*bad set then). The bytes are not touched: see uroce_mem_readable. */
 const uint8_t *uroce_sge_contig(struct uroce_eng *e, struct uroce_pd *pd,
 				const struct uroce_sge *sge, uint32_t nsge, uint32_t off,
 				uint32_t len, bool *bad);
-/* Scatter len bytes of src to offset off of the SGE list (local write access needed). */
+/* Scatter len bytes of src to offset off of the SGE list (local write access needed); -EFAULT
+ * on a bad SGE or lost memory. */
 int uroce_sge_scatter(struct uroce_eng *e, struct uroce_pd *pd, const struct uroce_sge *sge,
 		      uint32_t nsge, uint32_t off, const uint8_t *src, uint32_t len);
 bool uroce_cq_push(struct uroce_cq *cq, const struct uroce_wc *wc, bool solicited);

@@ -437,7 +437,7 @@ int uroce_mr_advise_range(struct uroce_pd *pd, uint32_t lkey, uint64_t va, uint6
 }
 
 /* Walk the SGE list to offset off; calls fn on each contiguous piece of [off, off + len). */
-typedef void (*sge_piece_fn)(uint8_t *mem, uint8_t *buf, uint32_t n);
+typedef int (*sge_piece_fn)(struct uroce_eng *e, uint8_t *mem, uint8_t *buf, uint32_t n);
 
 static int sge_walk(struct uroce_eng *e, struct uroce_pd *pd, const struct uroce_sge *sge,
 		    uint32_t nsge, uint32_t off, uint8_t *buf, uint32_t len, unsigned access,
@@ -455,9 +455,8 @@ static int sge_walk(struct uroce_eng *e, struct uroce_pd *pd, const struct uroce
 		uint8_t *mem = uroce_mr_ptr(uroce_mr_lookup(e, sge[i].lkey), pd, sge[i].addr + off,
 					    n, access);
 
-		if (!mem)
+		if (!mem || fn(e, mem, buf, n))
 			return -EFAULT;
-		fn(mem, buf, n);
 		buf += n;
 		len -= n;
 		off = 0;
@@ -465,14 +464,14 @@ static int sge_walk(struct uroce_eng *e, struct uroce_pd *pd, const struct uroce
 	return len ? -EMSGSIZE : 0;
 }
 
-static void piece_gather(uint8_t *mem, uint8_t *buf, uint32_t n)
+static int piece_gather(struct uroce_eng *e, uint8_t *mem, uint8_t *buf, uint32_t n)
 {
-	memcpy(buf, mem, n);
+	return uroce_mem_from(e, buf, mem, n);
 }
 
-static void piece_scatter(uint8_t *mem, uint8_t *buf, uint32_t n)
+static int piece_scatter(struct uroce_eng *e, uint8_t *mem, uint8_t *buf, uint32_t n)
 {
-	memcpy(mem, buf, n);
+	return uroce_mem_to(e, mem, buf, n);
 }
 
 int uroce_sge_gather(struct uroce_eng *e, struct uroce_pd *pd, const struct uroce_sge *sge,

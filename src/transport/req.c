@@ -110,8 +110,11 @@ static int req_payload(struct uroce_qp *qp, struct uroce_swqe *w, uint32_t off, 
 		return 0;
 	}
 	*out = uroce_sge_contig(e, qp->pd, w->sge, (uint32_t)w->wr.num_sge, off, n, &bad);
+	/* Sent in place: its pages are read once here, so that memory gone under the region is a
+	 * local protection error (rxe: finish_packet's failed copy) and not a fault in the host's
+	 * send. */
 	if (*out)
-		return 0;
+		return uroce_mem_readable(e, *out, n);
 	if (bad)
 		return -EFAULT;
 	if (e->bounce_used == UROCE_TX_BOUNCE || n > UROCE_TX_BOUNCE_SIZE)
@@ -362,8 +365,9 @@ int uroce_req_middles(struct uroce_qp *qp, const struct uroce_tx_pkt *prev,
 	const uint8_t *base = uroce_sge_contig(qp->eng, qp->pd, w->sge, (uint32_t)w->wr.num_sge,
 					       off, k * mtu, &bad);
 
-	if (!base)
-		return 0; /* several pieces, or a protection error: uroce_req_next() sorts it out */
+	/* Several pieces, a protection error or memory gone: uroce_req_next() sorts it out. */
+	if (!base || uroce_mem_readable(qp->eng, base, (size_t)k * mtu))
+		return 0;
 	for (uint32_t i = 0; i < k; i++) {
 		struct uroce_tx_pkt *o = &out[i];
 

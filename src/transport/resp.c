@@ -191,9 +191,8 @@ static int do_write(struct uroce_qp *qp, const struct uroce_tpkt *t, unsigned fl
 		uint8_t *dst = uroce_rkey_ptr(qp, r->wr_rkey, r->wr_va, t->payload_len,
 					      UROCE_ACCESS_REMOTE_WRITE);
 
-		if (!dst)
+		if (!dst || uroce_mem_to(qp->eng, dst, t->payload, t->payload_len))
 			return UROCE_NAK_REM_ACCESS;
-		memcpy(dst, t->payload, t->payload_len);
 	}
 	r->wr_va += t->payload_len;
 	r->wr_remaining -= t->payload_len;
@@ -267,25 +266,11 @@ static int do_atomic(struct uroce_qp *qp, const struct uroce_tpkt *t)
 		return UROCE_NAK_INVALID_REQ;
 	uint64_t orig;
 
-	/* Atomic with respect to other users of the memory when the host address is aligned. */
-	if (((uintptr_t)p & 7) == 0) {
-		uint64_t *v = (uint64_t *)(void *)p;
-
-		if (t->bth.opcode == UROCE_OP_RC_FETCH_ADD) {
-			orig = __atomic_fetch_add(v, t->atmeth.swap_add, __ATOMIC_SEQ_CST);
-		} else {
-			orig = t->atmeth.compare;
-			__atomic_compare_exchange_n(v, &orig, t->atmeth.swap_add, false,
-						    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-		}
-	} else {
-		memcpy(&orig, p, 8);
-		uint64_t nv = t->bth.opcode == UROCE_OP_RC_FETCH_ADD ? orig + t->atmeth.swap_add
-				 : orig == t->atmeth.compare	      ? t->atmeth.swap_add
-								      : orig;
-
-		memcpy(p, &nv, 8);
-	}
+	/* Pages gone under the region: a remote access error, as a bad R_Key (rxe's
+	 * RESPST_ERR_RKEY_VIOLATION for a failed atomic). The slot stays invalid. */
+	if (uroce_mem_atomic(qp->eng, p, t->bth.opcode, t->atmeth.compare, t->atmeth.swap_add,
+			     &orig))
+		return UROCE_NAK_REM_ACCESS;
 	res->valid = true;
 	res->atomic = true;
 	res->first_psn = res->last_psn = res->next_psn = t->bth.psn;
@@ -578,9 +563,11 @@ int uroce_resp_next(struct uroce_qp *qp, struct uroce_tx_pkt *out)
 		const uint8_t *src = NULL;
 
 		if (n) {
-			/* Zero-copy from the registered region; checked again per packet. */
+			/* Zero-copy from the registered region; checked again per packet, and its
+			 * pages read once, so that a region whose memory is gone answers a remote
+			 * access error (rxe read_reply) instead of faulting in the host's send. */
 			src = uroce_rkey_ptr(qp, res->rkey, res->va, n, UROCE_ACCESS_REMOTE_READ);
-			if (!src) {
+			if (!src || uroce_mem_readable(qp->eng, src, n)) {
 				res->sending = false;
 				nak_fatal(qp, UROCE_NAK_REM_ACCESS, res->next_psn,
 					  UROCE_EVENT_QP_ACCESS_ERR);
