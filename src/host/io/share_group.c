@@ -8,6 +8,8 @@
 #include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "host/config/rundir.h"
@@ -30,8 +32,8 @@ struct uroce_share_group {
 	uint32_t qpn_lo, qpn_hi;
 	pid_t pid;
 	uint64_t start;
-	int epfd; /* the inotify fd and the pidfds */
-	int ino;
+	int epfd; /* the file watch and the pidfds */
+	int ino;  /* the file watch: an inotify instance, or a timer (file_watch) */
 	struct watch w[UROCE_SHARE_MAX_MEMBERS];
 	int nw;
 	int members; /* in the file when it was last read (join, check) */
@@ -171,6 +173,38 @@ static struct uroce_share_member me_line(const struct uroce_share_group *g,
 }
 
 /*
+ * A descriptor that becomes readable when the file at path may have changed: an inotify
+ * instance watching it, or, when the user has no instance left (fs.inotify.max_user_instances,
+ * 128 by default for all of a user's processes: 64 processes with two addresses each reach it),
+ * a timer that fires every SHARE_POLL_MS, and uroce_share_check reads the file each time. -1
+ * with errno when neither can be had.
+ */
+#define SHARE_POLL_MS 100
+
+static int file_watch(const char *path)
+{
+	int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+
+	if (fd >= 0 && inotify_add_watch(fd, path, IN_MODIFY | IN_DELETE_SELF) >= 0)
+		return fd;
+	if (fd >= 0)
+		close(fd);
+	fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	const struct timespec t = {.tv_nsec = SHARE_POLL_MS * 1000000L};
+
+	if (timerfd_settime(fd, 0, &(struct itimerspec){.it_interval = t, .it_value = t}, NULL)) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+/*
  * Join the group at path: a, alen: bind fd there (v2); a NULL: a v1 list (fd gets our filter).
  */
 static int join(const struct uroce_share_cfg *cfg, int fd, const char *path,
@@ -204,9 +238,8 @@ static int join(const struct uroce_share_cfg *cfg, int fd, const char *path,
 	}
 	if (r == 0) {
 		g->epfd = epoll_create1(EPOLL_CLOEXEC);
-		g->ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+		g->ino = file_watch(g->path);
 		if (g->epfd < 0 || g->ino < 0 ||
-		    inotify_add_watch(g->ino, g->path, IN_MODIFY | IN_DELETE_SELF) < 0 ||
 		    epoll_ctl(g->epfd, EPOLL_CTL_ADD, g->ino,
 			      &(struct epoll_event){.events = EPOLLIN, .data.fd = g->ino}) < 0)
 			r = -errno;
