@@ -39,6 +39,7 @@ int uroce_eng_create(struct uroce_eng **out, const struct uroce_eng_cfg *cfg)
 		return -ENOMEM;
 	e->cfg = *cfg;
 	e->cfg.max_events = uroce_pow2(cfg->max_events);
+	e->timer_lo = UROCE_NEVER;
 	if (e->cfg.port_mtu < UROCE_MTU_256 || e->cfg.port_mtu > UROCE_MTU_4096)
 		e->cfg.port_mtu = UROCE_MTU_1024;
 	e->mr_gen = cfg->key_seed;
@@ -187,12 +188,25 @@ void uroce_qp_unschedule(struct uroce_qp *qp)
 
 /* ---- timers ------------------------------------------------------------------------------ */
 
+/* When the first timer of qp runs out, or UROCE_NEVER. */
+static uint64_t qp_deadline(const struct uroce_qp *qp)
+{
+	uint64_t d = qp->comp.timeout_at;
+
+	return qp->req.rnr_until && qp->req.rnr_until < d ? qp->req.rnr_until : d;
+}
+
 void uroce_qp_timed(struct uroce_qp *qp)
 {
 	struct uroce_eng *e = qp->eng;
+	uint64_t d = qp_deadline(qp);
 
 	/* Only an RC QP's timers run (uroce_comp_timer). */
-	if (qp->timed_idx != UROCE_NOT_TIMED || qp->init.type != UROCE_QPT_RC)
+	if (qp->init.type != UROCE_QPT_RC)
+		return;
+	if (d < e->timer_lo)
+		e->timer_lo = d;
+	if (qp->timed_idx != UROCE_NOT_TIMED)
 		return;
 	qp->timed_idx = e->ntimed;
 	e->timed[e->ntimed++] = qp;
@@ -313,30 +327,33 @@ int uroce_eng_tx(struct uroce_eng *e, uint64_t now, struct uroce_tx_pkt *out, in
 
 void uroce_eng_advance(struct uroce_eng *e, uint64_t now)
 {
+	uint64_t lo = UROCE_NEVER;
+
 	e->now = now;
+	if (now < e->timer_lo)
+		return;
+	/* Timers a QP's expiry starts lower timer_lo again (uroce_qp_timed). */
+	e->timer_lo = UROCE_NEVER;
 	for (uint32_t i = 0; i < e->ntimed;) {
 		struct uroce_qp *qp = e->timed[i];
 
 		uroce_comp_timer(qp, now);
+		uint64_t d = qp_deadline(qp);
+
 		/* A QP whose timers have all stopped leaves the set (the last one takes its place). */
-		if (qp->comp.timeout_at == UROCE_NEVER && !qp->req.rnr_until)
+		if (d == UROCE_NEVER) {
 			uroce_qp_untimed(qp);
-		else
-			i++;
+			continue;
+		}
+		if (d < lo)
+			lo = d;
+		i++;
 	}
+	if (lo < e->timer_lo)
+		e->timer_lo = lo;
 }
 
 uint64_t uroce_eng_next_deadline(const struct uroce_eng *e)
 {
-	uint64_t d = UROCE_NEVER;
-
-	for (uint32_t i = 0; i < e->ntimed; i++) {
-		const struct uroce_qp *qp = e->timed[i];
-
-		if (qp->comp.timeout_at < d)
-			d = qp->comp.timeout_at;
-		if (qp->req.rnr_until && qp->req.rnr_until < d)
-			d = qp->req.rnr_until;
-	}
-	return d;
+	return e->timer_lo;
 }

@@ -268,10 +268,14 @@ struct uroce_eng {
 	uint32_t nqps;
 	struct uroce_qp **live; /* the nqps live QPs (GSI included), densely */
 	/* The ntimed RC QPs that may have a timer running (ACK timeout, RNR wait), densely: what
-	 * uroce_eng_advance and uroce_eng_next_deadline look at, so that idle QPs cost a round
-	 * nothing. A QP joins when a timer starts and leaves at the first advance that finds none. */
+	 * uroce_eng_advance looks at, so that idle QPs cost a round nothing. A QP joins when a
+	 * timer starts and leaves at the first scan that finds none. No timer of theirs runs out
+	 * before timer_lo (a timer that starts lowers it; a scan sets it exactly), so a round
+	 * before it scans nothing, and busy QPs, whose timers restart at every ACK, are scanned
+	 * about once per ACK timeout, not once per round. */
 	struct uroce_qp **timed;
 	uint32_t ntimed;
+	uint64_t timer_lo;
 	/* The object tables' lowest indices that may be free (objects.c's slot_alloc). */
 	struct {
 		uint32_t pds, mrs, mws, ahs, cqs, srqs;
