@@ -523,7 +523,8 @@ static int worker_main(const struct opts *o, int me, int nq, int sock)
 	w.done = calloc((size_t)nq, 1);
 	w.cq_events = calloc((size_t)nq, sizeof(*w.cq_events));
 	qpn = calloc((size_t)nq, sizeof(*qpn));
-	w.buf = aligned_alloc(4096, (size_t)nq * 2 * MSG);
+	/* A whole number of pages, as aligned_alloc wants a multiple of the alignment. */
+	w.buf = aligned_alloc(4096, ((size_t)nq * 2 * MSG + 4095) & ~(size_t)4095);
 	if (!w.cq || !w.qp || !w.peer_qpn || !w.done || !w.cq_events || !qpn || !w.buf) {
 		h.rc = ENOMEM;
 		goto hello;
@@ -873,10 +874,10 @@ int main(int argc, char **argv)
 			 .factor = 2.0};
 	char dflt[] = "512,1024,2048,4096";
 	struct size_fig fig[MAX_SIZES];
-	struct run *x = calloc(1, sizeof(*x));
+	struct run *x;
 	int opt, bad = 0;
 
-	if (parse_sizes(&o, dflt) || !x)
+	if (parse_sizes(&o, dflt))
 		return 1;
 	while ((opt = getopt(argc, argv, "d:a:p:q:r:f:w:t:e")) != -1) {
 		switch (opt) {
@@ -916,6 +917,9 @@ int main(int argc, char **argv)
 	    o.depth > 4096 || o.timeout_s < 1 || !(o.factor >= 1.0))
 		usage();
 	signal(SIGPIPE, SIG_IGN);
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return 1;
 
 	printf("%d process%s on %s, RC QPs with a CQ each, queues %d deep, %s, best of %d run%s\n",
 	       o.procs, o.procs == 1 ? "" : "es", o.dev, o.depth,
@@ -929,11 +933,13 @@ int main(int argc, char **argv)
 
 			if (rc == 77) {
 				printf("SKIP: cannot open %s\n", o.dev);
+				free(x);
 				return 77;
 			}
 			if (rc) {
 				fprintf(stderr, "FAIL: %d processes x %d QPs: a worker failed\n",
 					o.procs, o.sizes[s]);
+				free(x);
 				return 1;
 			}
 			bad |= account(x, &fig[s], k == 0);
