@@ -961,16 +961,20 @@ int uroce_ctx_open(const char *name, const struct uroce_ctx_cfg *cfg, struct uro
 
 	uroce_eng_cfg_default(&ecfg);
 	ecfg.port_mtu = (uint8_t)uroce_mtu_enum(c->ifc.info.active_mtu);
-	/* QPNs: a slot of the run-time directory's registry, pid-derived when free
-	 * (io/share_slots.h). */
+	/* QPNs: a block of slots of the run-time directory's registry, pid-derived when free
+	 * (io/share_slots.h). A QP takes a CQ or two, and often a region or an address handle:
+	 * those tables are as large (pointers, paged in as they fill). */
 	if (cfg && cfg->qpn_base)
 		ecfg.qpn_base = cfg->qpn_base;
 	else if (uroce_share_slot_take(c->rundir, &c->slot) == 0)
 		ecfg.qpn_base = UROCE_SHARE_QPN_BASE(c->slot);
 	else
-		ecfg.qpn_base = UROCE_SHARE_QPN_BASE((uint32_t)getpid() & (UROCE_SHARE_SLOTS - 1));
-	if (ecfg.max_qp > UROCE_SHARE_SLOT_QPNS)
-		ecfg.max_qp = UROCE_SHARE_SLOT_QPNS;
+		ecfg.qpn_base = UROCE_SHARE_QPN_BASE(
+			((uint32_t)getpid() * UROCE_SHARE_PROC_SLOTS) & (UROCE_SHARE_SLOTS - 1));
+	ecfg.max_qp = UROCE_SHARE_PROC_QPNS;
+	ecfg.max_cq = UROCE_SHARE_PROC_QPNS;
+	ecfg.max_mr = UROCE_SHARE_PROC_QPNS;
+	ecfg.max_ah = UROCE_SHARE_PROC_QPNS;
 	c->share = (struct uroce_share_cfg){ .rundir = c->rundir, .qpn_lo = ecfg.qpn_base,
 					     .qpn_hi = ecfg.qpn_base + ecfg.max_qp - 1 };
 	rc = uroce_eng_create(&c->eng, &ecfg);

@@ -30,6 +30,7 @@ void uroce_comp_arm(struct uroce_qp *qp)
 	if (qp->comp.timeout_at != UROCE_NEVER || !qp->attr.timeout)
 		return;
 	qp->comp.timeout_at = qp->eng->now + ack_timeout_ns(qp);
+	uroce_qp_timed(qp);
 }
 
 /* Forward progress: restart the timer and refill the retry budgets (IBTA 9.7.6.1.2). */
@@ -256,6 +257,7 @@ static void on_ack(struct uroce_qp *qp, const struct uroce_tpkt *t)
 			qp->comp.rnr_retry_left--;
 		qp->req.rnr_until = qp->eng->now + 1000ull * rnr_usec[syn & UROCE_AETH_VALUE_MASK];
 		qp->comp.timeout_at = UROCE_NEVER;
+		uroce_qp_timed(qp);
 		uroce_req_retry(qp, psn);
 		return;
 	case UROCE_AETH_NAK:

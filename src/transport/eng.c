@@ -39,6 +39,7 @@ int uroce_eng_create(struct uroce_eng **out, const struct uroce_eng_cfg *cfg)
 		return -ENOMEM;
 	e->cfg = *cfg;
 	e->cfg.max_events = uroce_pow2(cfg->max_events);
+	e->timer_lo = UROCE_NEVER;
 	if (e->cfg.port_mtu < UROCE_MTU_256 || e->cfg.port_mtu > UROCE_MTU_4096)
 		e->cfg.port_mtu = UROCE_MTU_1024;
 	e->mr_gen = cfg->key_seed;
@@ -50,10 +51,11 @@ int uroce_eng_create(struct uroce_eng **out, const struct uroce_eng_cfg *cfg)
 	e->srqs = calloc(cfg->max_srq ? cfg->max_srq : 1, sizeof(*e->srqs));
 	e->qps = calloc(cfg->max_qp, sizeof(*e->qps));
 	e->live = calloc((size_t)cfg->max_qp + 1, sizeof(*e->live));
+	e->timed = calloc((size_t)cfg->max_qp + 1, sizeof(*e->timed));
 	e->events = calloc(e->cfg.max_events, sizeof(*e->events));
 	e->bounce = malloc((size_t)UROCE_TX_BOUNCE * UROCE_TX_BOUNCE_SIZE);
 	e->mcgs = calloc(UROCE_MAX_MCAST_GRP, sizeof(*e->mcgs));
-	if (!e->mcgs || !e->pds || !e->mrs || !e->mws || !e->ahs || !e->cqs || !e->srqs || !e->qps || !e->live || !e->events ||
+	if (!e->mcgs || !e->pds || !e->mrs || !e->mws || !e->ahs || !e->cqs || !e->srqs || !e->qps || !e->live || !e->timed || !e->events ||
 	    !e->bounce) {
 		uroce_eng_destroy(e);
 		return -ENOMEM;
@@ -99,6 +101,7 @@ void uroce_eng_destroy(struct uroce_eng *e)
 	free(e->srqs);
 	free(e->qps);
 	free(e->live);
+	free(e->timed);
 	free(e->events);
 	free(e->bounce);
 	free(e->mcgs);
@@ -154,6 +157,7 @@ void uroce_qp_schedule(struct uroce_qp *qp)
 		return;
 	qp->on_ready = true;
 	qp->ready_next = NULL;
+	qp->ready_prev = e->ready_tail;
 	if (e->ready_tail)
 		e->ready_tail->ready_next = qp;
 	else
@@ -161,24 +165,62 @@ void uroce_qp_schedule(struct uroce_qp *qp)
 	e->ready_tail = qp;
 }
 
+/* Take qp, which is on the ready list, off it. */
+static void ready_remove(struct uroce_eng *e, struct uroce_qp *qp)
+{
+	if (qp->ready_prev)
+		qp->ready_prev->ready_next = qp->ready_next;
+	else
+		e->ready_head = qp->ready_next;
+	if (qp->ready_next)
+		qp->ready_next->ready_prev = qp->ready_prev;
+	else
+		e->ready_tail = qp->ready_prev;
+	qp->on_ready = false;
+	qp->ready_next = qp->ready_prev = NULL;
+}
+
 void uroce_qp_unschedule(struct uroce_qp *qp)
 {
-	struct uroce_eng *e = qp->eng;
-	struct uroce_qp **pp = &e->ready_head, *prev = NULL;
+	if (qp->on_ready)
+		ready_remove(qp->eng, qp);
+}
 
-	if (!qp->on_ready)
+/* ---- timers ------------------------------------------------------------------------------ */
+
+/* When the first timer of qp runs out, or UROCE_NEVER. */
+static uint64_t qp_deadline(const struct uroce_qp *qp)
+{
+	uint64_t d = qp->comp.timeout_at;
+
+	return qp->req.rnr_until && qp->req.rnr_until < d ? qp->req.rnr_until : d;
+}
+
+void uroce_qp_timed(struct uroce_qp *qp)
+{
+	struct uroce_eng *e = qp->eng;
+	uint64_t d = qp_deadline(qp);
+
+	/* Only an RC QP's timers run (uroce_comp_timer). */
+	if (qp->init.type != UROCE_QPT_RC)
 		return;
-	while (*pp && *pp != qp) {
-		prev = *pp;
-		pp = &(*pp)->ready_next;
-	}
-	if (*pp) {
-		*pp = qp->ready_next;
-		if (e->ready_tail == qp)
-			e->ready_tail = prev;
-	}
-	qp->on_ready = false;
-	qp->ready_next = NULL;
+	if (d < e->timer_lo)
+		e->timer_lo = d;
+	if (qp->timed_idx != UROCE_NOT_TIMED)
+		return;
+	qp->timed_idx = e->ntimed;
+	e->timed[e->ntimed++] = qp;
+}
+
+void uroce_qp_untimed(struct uroce_qp *qp)
+{
+	struct uroce_eng *e = qp->eng;
+
+	if (qp->timed_idx == UROCE_NOT_TIMED)
+		return;
+	e->timed[qp->timed_idx] = e->timed[--e->ntimed];
+	e->timed[qp->timed_idx]->timed_idx = qp->timed_idx;
+	qp->timed_idx = UROCE_NOT_TIMED;
 }
 
 static bool qp_has_work(const struct uroce_qp *qp)
@@ -236,11 +278,7 @@ int uroce_eng_tx(struct uroce_eng *e, uint64_t now, struct uroce_tx_pkt *out, in
 		struct uroce_qp *qp = e->ready_head;
 
 		/* Pop, serve up to a quantum, and requeue at the tail if work remains. */
-		e->ready_head = qp->ready_next;
-		if (!e->ready_head)
-			e->ready_tail = NULL;
-		qp->on_ready = false;
-		qp->ready_next = NULL;
+		ready_remove(e, qp);
 
 		int q = 0;
 		uint32_t bytes = 0;
@@ -289,28 +327,33 @@ int uroce_eng_tx(struct uroce_eng *e, uint64_t now, struct uroce_tx_pkt *out, in
 
 void uroce_eng_advance(struct uroce_eng *e, uint64_t now)
 {
-	e->now = now;
-	for (uint32_t i = 0; i < e->nqps; i++) {
-		struct uroce_qp *qp = e->live[i];
+	uint64_t lo = UROCE_NEVER;
 
-		if (qp->init.type == UROCE_QPT_RC)
-			uroce_comp_timer(qp, now);
+	e->now = now;
+	if (now < e->timer_lo)
+		return;
+	/* Timers a QP's expiry starts lower timer_lo again (uroce_qp_timed). */
+	e->timer_lo = UROCE_NEVER;
+	for (uint32_t i = 0; i < e->ntimed;) {
+		struct uroce_qp *qp = e->timed[i];
+
+		uroce_comp_timer(qp, now);
+		uint64_t d = qp_deadline(qp);
+
+		/* A QP whose timers have all stopped leaves the set (the last one takes its place). */
+		if (d == UROCE_NEVER) {
+			uroce_qp_untimed(qp);
+			continue;
+		}
+		if (d < lo)
+			lo = d;
+		i++;
 	}
+	if (lo < e->timer_lo)
+		e->timer_lo = lo;
 }
 
 uint64_t uroce_eng_next_deadline(const struct uroce_eng *e)
 {
-	uint64_t d = UROCE_NEVER;
-
-	for (uint32_t i = 0; i < e->nqps; i++) {
-		const struct uroce_qp *qp = e->live[i];
-
-		if (qp->init.type != UROCE_QPT_RC)
-			continue;
-		if (qp->comp.timeout_at < d)
-			d = qp->comp.timeout_at;
-		if (qp->req.rnr_until && qp->req.rnr_until < d)
-			d = qp->req.rnr_until;
-	}
-	return d;
+	return e->timer_lo;
 }

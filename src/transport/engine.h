@@ -674,7 +674,11 @@ int uroce_eng_tx(struct uroce_eng *e, uint64_t now, struct uroce_tx_pkt *out, in
 /* Run timers due at or before now (retransmission, RNR waits). */
 void uroce_eng_advance(struct uroce_eng *e, uint64_t now);
 
-/* The earliest time uroce_eng_advance() has work, or UROCE_NEVER. */
+/*
+ * A time at or before which uroce_eng_advance() next has work, or UROCE_NEVER: no timer runs out
+ * before it. It may be earlier than the first that does (a timer stopped or restarted since the
+ * last uroce_eng_advance() that ran timers is seen at the next); that call makes it exact.
+ */
 uint64_t uroce_eng_next_deadline(const struct uroce_eng *e);
 
 /* Is there anything for uroce_eng_tx() to send? */

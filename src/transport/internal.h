@@ -231,12 +231,16 @@ struct uroce_qp {
 	struct uroce_resp_state resp;
 	bool comm_est_sent;
 	bool last_wqe_sent;
+	uint32_t nmw; /* type 2 windows bound through it */
 	/* scheduling */
 	bool on_ready;
-	struct uroce_qp *ready_next;
+	struct uroce_qp *ready_next, *ready_prev;
 	uint32_t idx;
-	uint32_t live_idx; /* position in eng->live */
+	uint32_t live_idx;  /* position in eng->live */
+	uint32_t timed_idx; /* position in eng->timed, or UROCE_NOT_TIMED */
 };
+
+#define UROCE_NOT_TIMED UINT32_MAX
 
 /* A multicast group and the QPs attached to it (mcast.c). */
 struct uroce_mcg {
@@ -262,7 +266,20 @@ struct uroce_eng {
 	uint8_t mr_gen;
 	uint32_t qp_next;      /* next QPN offset to try */
 	uint32_t nqps;
-	struct uroce_qp **live; /* the nqps live QPs (GSI included), densely, for timer scans */
+	struct uroce_qp **live; /* the nqps live QPs (GSI included), densely */
+	/* The ntimed RC QPs that may have a timer running (ACK timeout, RNR wait), densely: what
+	 * uroce_eng_advance looks at, so that idle QPs cost a round nothing. A QP joins when a
+	 * timer starts and leaves at the first scan that finds none. No timer of theirs runs out
+	 * before timer_lo (a timer that starts lowers it; a scan sets it exactly), so a round
+	 * before it scans nothing, and busy QPs, whose timers restart at every ACK, are scanned
+	 * about once per ACK timeout, not once per round. */
+	struct uroce_qp **timed;
+	uint32_t ntimed;
+	uint64_t timer_lo;
+	/* The object tables' lowest indices that may be free (objects.c's slot_alloc). */
+	struct {
+		uint32_t pds, mrs, mws, ahs, cqs, srqs;
+	} lo;
 	/* ready list (QPs with something to send) */
 	struct uroce_qp *ready_head, *ready_tail;
 	/* events */
@@ -291,6 +308,10 @@ static inline void uroce_count(struct uroce_eng *e, enum uroce_counter c)
 void uroce_eng_event(struct uroce_eng *e, enum uroce_event_type type, void *obj, void *user);
 void uroce_qp_schedule(struct uroce_qp *qp);
 void uroce_qp_unschedule(struct uroce_qp *qp);
+/* A timer of qp (comp.timeout_at, req.rnr_until) has started: watch it. */
+void uroce_qp_timed(struct uroce_qp *qp);
+/* qp is going away: stop watching its timers. */
+void uroce_qp_untimed(struct uroce_qp *qp);
 
 /* objects.c */
 struct uroce_mr *uroce_mr_lookup(struct uroce_eng *e, uint32_t key);

@@ -7,20 +7,36 @@
 
 #include "transport/internal.h"
 
-/* Find a free slot in a table of n pointers; -ENOMEM when full. */
-static int slot_alloc(void **table, uint32_t n)
+/*
+ * Find the lowest free slot in a table of n pointers; -ENOMEM when full. *lo is the table's
+ * lowest index that may be free (none below it is), so that making thousands of objects one
+ * after the other costs a step each, not a scan of those before.
+ */
+static int slot_alloc(void **table, uint32_t n, uint32_t *lo)
 {
-	for (uint32_t i = 0; i < n; i++)
-		if (!table[i])
+	for (uint32_t i = *lo; i < n; i++) {
+		if (!table[i]) {
+			*lo = i; /* filled by the caller, or still free if it fails */
 			return (int)i;
+		}
+	}
+	*lo = n;
 	return -ENOMEM;
+}
+
+/* Empty slot i of a table whose lowest maybe-free index is *lo. */
+static void slot_free(void **table, uint32_t i, uint32_t *lo)
+{
+	table[i] = NULL;
+	if (i < *lo)
+		*lo = i;
 }
 
 /* ---- PD ---------------------------------------------------------------------------------- */
 
 int uroce_pd_alloc(struct uroce_eng *e, struct uroce_pd **out)
 {
-	int i = slot_alloc((void **)e->pds, e->cfg.max_pd);
+	int i = slot_alloc((void **)e->pds, e->cfg.max_pd, &e->lo.pds);
 
 	if (i < 0)
 		return i;
@@ -39,7 +55,7 @@ int uroce_pd_free(struct uroce_pd *pd)
 {
 	if (pd->refs)
 		return -EBUSY;
-	pd->eng->pds[pd->idx] = NULL;
+	slot_free((void **)pd->eng->pds, pd->idx, &pd->eng->lo.pds);
 	free(pd);
 	return 0;
 }
@@ -85,7 +101,7 @@ int uroce_mr_reg(struct uroce_pd *pd, void *addr, size_t len, uint64_t iova, uns
 		return err;
 	if (!implicit && !mr_range_ok(addr, len, iova))
 		return -EINVAL;
-	int i = slot_alloc((void **)e->mrs, e->cfg.max_mr);
+	int i = slot_alloc((void **)e->mrs, e->cfg.max_mr, &e->lo.mrs);
 
 	if (i < 0)
 		return i;
@@ -116,7 +132,7 @@ int uroce_mr_dereg(struct uroce_mr *mr)
 	if (mr->nmw)
 		return -EBUSY;
 	mr->pd->refs--;
-	mr->eng->mrs[mr->idx] = NULL;
+	slot_free((void **)mr->eng->mrs, mr->idx, &mr->eng->lo.mrs);
 	free(mr);
 	return 0;
 }
@@ -225,7 +241,7 @@ int uroce_mw_alloc(struct uroce_pd *pd, enum uroce_mw_type type, struct uroce_mw
 
 	if (type != UROCE_MW_TYPE_1 && type != UROCE_MW_TYPE_2)
 		return -EINVAL;
-	int i = e->cfg.max_mw ? slot_alloc((void **)e->mws, e->cfg.max_mw) : -ENOMEM;
+	int i = e->cfg.max_mw ? slot_alloc((void **)e->mws, e->cfg.max_mw, &e->lo.mws) : -ENOMEM;
 
 	if (i < 0)
 		return i;
@@ -250,6 +266,8 @@ static void mw_unbind(struct uroce_mw *mw)
 {
 	if (mw->mr)
 		mw->mr->nmw--;
+	if (mw->qp)
+		mw->qp->nmw--;
 	mw->mr = NULL;
 	mw->qp = NULL;
 	mw->addr = 0;
@@ -261,7 +279,7 @@ int uroce_mw_dealloc(struct uroce_mw *mw)
 {
 	mw_unbind(mw);
 	mw->pd->refs--;
-	mw->eng->mws[mw->idx] = NULL;
+	slot_free((void **)mw->eng->mws, mw->idx, &mw->eng->lo.mws);
 	free(mw);
 	return 0;
 }
@@ -369,8 +387,10 @@ enum uroce_wc_status uroce_mw_bind(struct uroce_qp *qp, const struct uroce_swqe 
 		mw->addr = w->wr.wr.bind_mw.addr;
 		mw->len = len;
 		mw->access = w->wr.wr.bind_mw.access;
-		if (mw->type == UROCE_MW_TYPE_2)
+		if (mw->type == UROCE_MW_TYPE_2) {
 			mw->qp = qp;
+			qp->nmw++;
+		}
 	}
 	return UROCE_WC_SUCCESS;
 }
@@ -392,7 +412,8 @@ void uroce_mw_forget_qp(struct uroce_qp *qp)
 {
 	struct uroce_eng *e = qp->eng;
 
-	for (uint32_t i = 0; i < e->cfg.max_mw; i++)
+	/* Most QPs have no window bound through them: no scan of the table for those. */
+	for (uint32_t i = 0; qp->nmw && i < e->cfg.max_mw; i++)
 		if (e->mws[i] && e->mws[i]->qp == qp)
 			mw_unbind(e->mws[i]);
 }
@@ -518,7 +539,7 @@ const uint8_t *uroce_sge_contig(struct uroce_eng *e, struct uroce_pd *pd,
 int uroce_ah_create(struct uroce_pd *pd, const struct uroce_av *av, struct uroce_ah **out)
 {
 	struct uroce_eng *e = pd->eng;
-	int i = slot_alloc((void **)e->ahs, e->cfg.max_ah);
+	int i = slot_alloc((void **)e->ahs, e->cfg.max_ah, &e->lo.ahs);
 
 	if (i < 0)
 		return i;
@@ -538,7 +559,7 @@ int uroce_ah_create(struct uroce_pd *pd, const struct uroce_av *av, struct uroce
 int uroce_ah_destroy(struct uroce_ah *ah)
 {
 	ah->pd->refs--;
-	ah->pd->eng->ahs[ah->idx] = NULL;
+	slot_free((void **)ah->pd->eng->ahs, ah->idx, &ah->pd->eng->lo.ahs);
 	free(ah);
 	return 0;
 }
@@ -549,7 +570,7 @@ int uroce_cq_create(struct uroce_eng *e, uint32_t cqe, void *user, struct uroce_
 {
 	if (cqe == 0 || cqe > UROCE_MAX_CQE)
 		return -EINVAL;
-	int i = slot_alloc((void **)e->cqs, e->cfg.max_cq);
+	int i = slot_alloc((void **)e->cqs, e->cfg.max_cq, &e->lo.cqs);
 
 	if (i < 0)
 		return i;
@@ -576,7 +597,7 @@ int uroce_cq_destroy(struct uroce_cq *cq)
 {
 	if (cq->refs)
 		return -EBUSY;
-	cq->eng->cqs[cq->idx] = NULL;
+	slot_free((void **)cq->eng->cqs, cq->idx, &cq->eng->lo.cqs);
 	free(cq->ring);
 	free(cq);
 	return 0;
@@ -684,7 +705,7 @@ int uroce_srq_create(struct uroce_pd *pd, const struct uroce_srq_attr *attr, voi
 	if (!attr->max_wr || attr->max_wr > UROCE_MAX_QP_WR || attr->max_sge > UROCE_MAX_SGE ||
 	    attr->srq_limit > attr->max_wr)
 		return -EINVAL;
-	int i = slot_alloc((void **)e->srqs, e->cfg.max_srq);
+	int i = slot_alloc((void **)e->srqs, e->cfg.max_srq, &e->lo.srqs);
 
 	if (i < 0)
 		return i;
@@ -744,7 +765,7 @@ int uroce_srq_destroy(struct uroce_srq *srq)
 	if (srq->refs)
 		return -EBUSY;
 	srq->pd->refs--;
-	srq->pd->eng->srqs[srq->idx] = NULL;
+	slot_free((void **)srq->pd->eng->srqs, srq->idx, &srq->pd->eng->lo.srqs);
 	free(srq->rq.ring);
 	free(srq->rq.sges);
 	free(srq);

@@ -313,6 +313,7 @@ int uroce_qp_create(struct uroce_pd *pd, const struct uroce_qp_init *init, struc
 	qp->attr.max_rd_atomic = 1;
 	qp->attr.max_dest_rd_atomic = 1;
 	qp->comp.timeout_at = UROCE_NEVER;
+	qp->timed_idx = UROCE_NOT_TIMED;
 	if (init->type == UROCE_QPT_GSI) {
 		qp->qpn = UROCE_GSI_QPN;
 		qp->attr.qkey = UROCE_GSI_QKEY;
@@ -339,6 +340,7 @@ int uroce_qp_destroy(struct uroce_qp *qp)
 	struct uroce_eng *e = qp->eng;
 
 	uroce_qp_unschedule(qp);
+	uroce_qp_untimed(qp);
 	uroce_mcast_detach_all(qp);
 	uroce_mw_forget_qp(qp);
 	if (qp == e->gsi)

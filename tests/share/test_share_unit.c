@@ -626,27 +626,38 @@ static void test_unit(const char *tmp)
 	CHECK(uroce_share_proc_start(z, &s2) == -ESRCH);
 	waitpid(z, NULL, 0);
 
-	/* QPN slots: pid-derived first; a second take by the same process collides, gets the
-	 * next; a released slot is free again. */
+	/* QPN slots, in blocks: pid-derived first; a second take by the same process collides,
+	 * gets the next block; a released block is free again. */
 	int a = -1, b = -1, d = -1;
+	const int mine = (getpid() * UROCE_SHARE_PROC_SLOTS) & 0xFFF;
 
-	CHECK(uroce_share_slot_take(tmp, &a) == 0 && a == (getpid() & 0xFFF));
-	CHECK(uroce_share_slot_take(tmp, &b) == 0 && b == ((a + 1) & 0xFFF));
+	CHECK(uroce_share_slot_take(tmp, &a) == 0 && a == mine);
+	CHECK(uroce_share_slot_take(tmp, &b) == 0 && b == ((a + UROCE_SHARE_PROC_SLOTS) & 0xFFF));
 	uroce_share_slot_put(tmp, a);
 	CHECK(uroce_share_slot_take(tmp, &d) == 0 && d == a);
 	uroce_share_slot_put(tmp, b);
 	uroce_share_slot_put(tmp, d);
-	/* A slot held by a dead process is free. */
+	/* A block held by a dead process is free. */
 	char path[512], line[64];
 
 	snprintf(path, sizeof(path), "%s/share/slots", tmp);
-	snprintf(line, sizeof(line), "%d %d %llu\n", getpid() & 0xFFF, (int)z,
-		 (unsigned long long)s1);
+	snprintf(line, sizeof(line), "%d %d %llu\n", mine, (int)z, (unsigned long long)s1);
 	int fd = open(path, O_WRONLY | O_TRUNC);
 
 	CHECK(fd >= 0 && write(fd, line, strlen(line)) == (ssize_t)strlen(line));
 	close(fd);
-	CHECK(uroce_share_slot_take(tmp, &a) == 0 && a == (getpid() & 0xFFF));
+	CHECK(uroce_share_slot_take(tmp, &a) == 0 && a == mine);
+	uroce_share_slot_put(tmp, a);
+	/* A live holder's block is taken whole: a slot inside it, not its first, is not free. */
+	uint64_t pstart = 0;
+
+	CHECK(uroce_share_proc_start(getppid(), &pstart) == 0);
+	snprintf(line, sizeof(line), "%d %d %llu\n", mine + 3, (int)getppid(),
+		 (unsigned long long)pstart);
+	fd = open(path, O_WRONLY | O_TRUNC);
+	CHECK(fd >= 0 && write(fd, line, strlen(line)) == (ssize_t)strlen(line));
+	close(fd);
+	CHECK(uroce_share_slot_take(tmp, &a) == 0 && a == ((mine + UROCE_SHARE_PROC_SLOTS) & 0xFFF));
 	uroce_share_slot_put(tmp, a);
 }
 

@@ -1,13 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /* Joining, leaving and following the groups of processes on a shared device (share_group.h). */
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/file.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "host/config/rundir.h"
@@ -30,8 +36,12 @@ struct uroce_share_group {
 	uint32_t qpn_lo, qpn_hi;
 	pid_t pid;
 	uint64_t start;
-	int epfd; /* the inotify fd and the pidfds */
-	int ino;
+	int epfd; /* the file watch and the pidfds */
+	int ino;  /* the file watch: an inotify instance, or a timer (file_watch) */
+	bool timer;	   /* ino is a timer */
+	uint64_t seen_gen; /* the generation, and the file, of our last read or write */
+	dev_t seen_dev;
+	ino_t seen_ino;
 	struct watch w[UROCE_SHARE_MAX_MEMBERS];
 	int nw;
 	int members; /* in the file when it was last read (join, check) */
@@ -171,6 +181,75 @@ static struct uroce_share_member me_line(const struct uroce_share_group *g,
 }
 
 /*
+ * A descriptor that becomes readable when the file at path may have changed: an inotify
+ * instance watching it, or, when the user has no instance left (fs.inotify.max_user_instances,
+ * 128 by default for all of a user's processes: 64 processes with two addresses each reach it),
+ * a timer that fires every SHARE_POLL_MS, and uroce_share_check reads the file each time. -1
+ * with errno when neither can be had.
+ */
+#define SHARE_POLL_MS 100
+
+static int file_watch(const char *path, bool *timer)
+{
+	int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+
+	*timer = false;
+	if (fd >= 0 && inotify_add_watch(fd, path, IN_MODIFY | IN_DELETE_SELF) >= 0)
+		return fd;
+	if (fd >= 0)
+		close(fd);
+	*timer = true;
+	fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	const struct timespec t = {.tv_nsec = SHARE_POLL_MS * 1000000L};
+
+	if (timerfd_settime(fd, 0, &(struct itimerspec){.it_interval = t, .it_value = t}, NULL)) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+/* Remember generation gen of the file open (and locked) as lk: what a timer tick compares. */
+static void saw(struct uroce_share_group *g, int lk, uint64_t gen)
+{
+	struct stat st;
+
+	g->seen_gen = gen;
+	if (fstat(lk, &st) == 0) {
+		g->seen_dev = st.st_dev;
+		g->seen_ino = st.st_ino;
+	}
+}
+
+/*
+ * A timer tick and nothing else: has the file changed since we last read or wrote it? Its
+ * first line is read without the lock; a line caught mid-write differs and costs a full
+ * check, and a write the read misses is seen at the next tick. So 64 processes polling do not
+ * take the lock and read every member's /proc entry ten times a second each.
+ */
+static bool file_changed(const struct uroce_share_group *g)
+{
+	char buf[40] = {0};
+	struct stat st;
+	uint64_t gen;
+	int fd = open(g->path, O_RDONLY | O_CLOEXEC);
+	bool same;
+
+	if (fd < 0)
+		return true;
+	same = fstat(fd, &st) == 0 && st.st_dev == g->seen_dev && st.st_ino == g->seen_ino &&
+	       pread(fd, buf, sizeof(buf) - 1, 0) > 0 &&
+	       sscanf(buf, "gen %" SCNu64, &gen) == 1 && gen == g->seen_gen;
+	close(fd);
+	return !same;
+}
+
+/*
  * Join the group at path: a, alen: bind fd there (v2); a NULL: a v1 list (fd gets our filter).
  */
 static int join(const struct uroce_share_cfg *cfg, int fd, const char *path,
@@ -204,9 +283,8 @@ static int join(const struct uroce_share_cfg *cfg, int fd, const char *path,
 	}
 	if (r == 0) {
 		g->epfd = epoll_create1(EPOLL_CLOEXEC);
-		g->ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+		g->ino = file_watch(g->path, &g->timer);
 		if (g->epfd < 0 || g->ino < 0 ||
-		    inotify_add_watch(g->ino, g->path, IN_MODIFY | IN_DELETE_SELF) < 0 ||
 		    epoll_ctl(g->epfd, EPOLL_CTL_ADD, g->ino,
 			      &(struct epoll_event){.events = EPOLLIN, .data.fd = g->ino}) < 0)
 			r = -errno;
@@ -242,6 +320,7 @@ static int join(const struct uroce_share_cfg *cfg, int fd, const char *path,
 	if (r)
 		goto fail; /* the caller closes fd; we were last, so nothing moves */
 	g->v1_gen = gen + 1;
+	saw(g, lk, gen + 1);
 	watch_members(g, m, n);
 	uroce_locked_file_close(lk);
 	free(m);
@@ -328,8 +407,14 @@ int uroce_share_check(struct uroce_share_group *g, int fd)
 
 	if (k <= 0)
 		return k < 0 && errno != EINTR ? -errno : 0;
+	bool pidfd = false; /* a member exited */
+
+	for (int i = 0; i < k; i++)
+		pidfd = pidfd || ev[i].data.fd != g->ino;
 	while (read(g->ino, buf, sizeof(buf)) > 0) {
 	}
+	if (g->timer && !pidfd && !file_changed(g))
+		return 0;
 	struct uroce_share_member *m = malloc(sizeof(*m) * UROCE_SHARE_MAX_MEMBERS);
 
 	if (!m)
@@ -350,6 +435,7 @@ int uroce_share_check(struct uroce_share_group *g, int fd)
 		}
 		if (r == 1)
 			g->v1_gen = gen;
+		saw(g, lk, gen);
 		watch_members(g, m, n);
 	} else {
 		r = n;
@@ -396,6 +482,7 @@ int uroce_share_set_gsi(struct uroce_share_group *g, int fd, const struct uroce_
 				attach(g, fd, m, n);
 			} else {
 				g->v1_gen = gen + 1;
+				saw(g, lk, gen + 1);
 			}
 		}
 	}

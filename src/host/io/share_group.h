@@ -20,7 +20,8 @@
  *            and close reach the leaving socket and are lost (RC retransmits them);
  *     claim: uroce_share_set_gsi rewrites the member's own line and attaches;
  *     death: a process killed without leaving has its sockets closed by the kernel. Every
- *            member watches every other member's pidfd (and the file, with inotify) through
+ *            member watches every other member's pidfd (and the file, with inotify, or when
+ *            the user has no inotify instance left, by reading it every 100 ms) through
  *            the fd uroce_share_fd() returns; the first survivor to notice prunes the dead in
  *            file order, attaches, and writes the file; the others then find nothing to do.
  *            Until then packets for the moved member go astray (counted DROP_NO_QP by whoever

@@ -29,6 +29,10 @@
 #define UROCE_SHARE_SLOTS	   4096
 #define UROCE_SHARE_SLOT_QPNS	   2048
 #define UROCE_SHARE_QPN_BASE(slot) (0x100u + ((uint32_t)(slot) << 11))
+/* A process takes this many consecutive slots per opened device, the first a multiple of it
+ * (share_slots.h): 16384 QPNs. */
+#define UROCE_SHARE_PROC_SLOTS 8
+#define UROCE_SHARE_PROC_QPNS  (UROCE_SHARE_PROC_SLOTS * UROCE_SHARE_SLOT_QPNS)
 /* The slot of a QPN range that starts at a slot's base (the prefix of its CM comm IDs). */
 #define UROCE_SHARE_SLOT_OF(qpn_lo) ((((uint32_t)(qpn_lo)-0x100u) >> 11) & 0xFFFu)
 #define UROCE_SHARE_MAX_MEMBERS	    256

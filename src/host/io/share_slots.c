@@ -13,7 +13,8 @@
 #include "host/io/share_members.h"
 #include "host/io/share_slots.h"
 
-#define SLOTS_MAX (128 << 10) /* the slots file: 4096 short lines */
+#define SLOTS_MAX (128 << 10) /* the slots file: at most 4096 short lines */
+#define BLOCKS	  (UROCE_SHARE_SLOTS / UROCE_SHARE_PROC_SLOTS)
 #define PATH_MAX_ 512
 
 struct slot_line {
@@ -93,12 +94,13 @@ int uroce_share_slot_take(const char *rundir, int *slot)
 		goto unlock;
 	}
 	r = -EBUSY;
-	for (int k = 0; k < UROCE_SHARE_SLOTS; k++) {
-		int want = (int)(((uint32_t)me.who.pid + (uint32_t)k) & (UROCE_SHARE_SLOTS - 1));
+	for (int k = 0; k < BLOCKS; k++) {
+		int want = (int)(((uint32_t)me.who.pid + (uint32_t)k) & (BLOCKS - 1)) *
+			   UROCE_SHARE_PROC_SLOTS;
 		bool used = false;
 
 		for (int i = 0; i < n && !used; i++)
-			used = s[i].slot == want;
+			used = s[i].slot / UROCE_SHARE_PROC_SLOTS == want / UROCE_SHARE_PROC_SLOTS;
 		if (!used) {
 			me.slot = want;
 			r = 0;
