@@ -117,6 +117,12 @@ void uroce_comp_wqe(struct uroce_qp *qp, struct uroce_swqe *w, enum uroce_wc_sta
 		qp->req.rd_atomic--;
 	w->state = UROCE_WQE_DONE;
 	w->status = st;
+	/* rdma_sends counts SENDs completed, as rxe's do_complete does: once per WQE, however often
+	 * a go-back-N sent its packets again. */
+	if (st == UROCE_WC_SUCCESS &&
+	    (w->wr.opcode == UROCE_WR_SEND || w->wr.opcode == UROCE_WR_SEND_WITH_IMM ||
+	     w->wr.opcode == UROCE_WR_SEND_WITH_INV))
+		uroce_count(qp->eng, UROCE_CNT_RDMA_SENDS);
 	if (st != UROCE_WC_SUCCESS) {
 		/* Stop sending: nothing after an error WQE goes out. */
 		uint32_t idx = (uint32_t)(w - qp->sq.ring);

@@ -301,9 +301,6 @@ int uroce_req_next(struct uroce_qp *qp, struct uroce_tx_pkt *out)
 	/* The WQE's last packet is out. */
 	qp->req.offset = 0;
 	sq->cur++;
-	if (w->wr.opcode == UROCE_WR_SEND || w->wr.opcode == UROCE_WR_SEND_WITH_IMM ||
-	    w->wr.opcode == UROCE_WR_SEND_WITH_INV)
-		uroce_count(qp->eng, UROCE_CNT_RDMA_SENDS);
 	if (rc) {
 		w->state = UROCE_WQE_SENT;
 		if (rd_atomic)

@@ -1160,6 +1160,9 @@ static void test_lost_request(void)
 	CHECK_EQ(cnt(&f, A, UROCE_CNT_RCVD_NAKS), 1);
 	CHECK_GE(cnt(&f, A, UROCE_CNT_RETRANSMITTED_PKTS), 1);
 	CHECK_EQ(cnt(&f, A, UROCE_CNT_LOCAL_ACK_TIMEOUT_ERR), 0);
+	/* SENDs count once each, however often go-back-N sent their last packets */
+	CHECK_EQ(cnt(&f, A, UROCE_CNT_RDMA_SENDS), 4);
+	CHECK_EQ(cnt(&f, B, UROCE_CNT_RDMA_RECVS), 4);
 	/* recovered well before a local ACK timeout (4.2 ms) */
 	if (f.ns[A] == 4)
 		CHECKF(f.st[A][3] < 1 * MS, "completed at %llu ns", (unsigned long long)f.st[A][3]);
@@ -1193,6 +1196,8 @@ static void test_lost_ack(void)
 	CHECK_EQ(cnt(&f, A, UROCE_CNT_LOCAL_ACK_TIMEOUT_ERR), 1);
 	CHECK_EQ(cnt(&f, A, UROCE_CNT_RETRANSMITTED_PKTS), 1);
 	CHECK_EQ(cnt(&f, B, UROCE_CNT_DUPLICATE_REQUEST), 1);
+	CHECK_EQ(cnt(&f, A, UROCE_CNT_RDMA_SENDS), 1); /* the resent SEND counts once */
+	CHECK_EQ(cnt(&f, B, UROCE_CNT_RDMA_RECVS), 1);
 	CHECK_EQ(cnt(&f, A, UROCE_CNT_RETRY_EXCEEDED_ERR), 0);
 	/* a second message lands in the second receive */
 	CHECK(sim_post_send1(f.q[A].qp, 2, UROCE_WR_SEND, &f.m[A], 0, 500, UROCE_SEND_SIGNALED) ==
