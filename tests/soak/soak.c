@@ -225,7 +225,7 @@ static long msg_diff(const uint8_t *p, uint32_t len, int src, int dst, int t, ui
 
 /* ---- small helpers ----------------------------------------------------------------------- */
 
-static void failf(const char *fmt, ...)
+__attribute__((format(printf, 1, 2))) static void failf(const char *fmt, ...)
 {
 	va_list ap;
 

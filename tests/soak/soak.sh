@@ -23,7 +23,6 @@
 set -u -o pipefail
 
 UROCE=$1 SOAK=$2 SECS=$3
-SCAPY_ICRC=
 # shellcheck source=../run/lib.sh
 . "$(dirname "$0")/../run/lib.sh"
 
