@@ -564,6 +564,25 @@ int rdma_disconnect(struct rdma_cm_id *cid)
 	}
 	cma_timing(&t);
 	switch (uroce_ibcm_conn_state(id->conn)) {
+	case UROCE_IBCM_REP_SENT:
+	case UROCE_IBCM_MRA_REP_RCVD:
+		/* Accepted, and the RTU not handled yet: the CM thread may not have read it while
+		 * the application already got data from the peer (the RTU goes before the active
+		 * side's first data, but through another thread). The connection is established
+		 * (the kernel's ib_cm_notify COMM_EST, which the data would raise): report it and
+		 * disconnect it, rather than leave the peer connected. */
+		if (id->state != CMA_CONNECT || !id->passive) {
+			err = -EINVAL;
+			break;
+		}
+		err = uroce_ibcm_establish(id->conn);
+		if (err)
+			break;
+		id->state = CMA_ESTABLISHED;
+		cma_will_arm(id);
+		cma_event_post(id, NULL, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0, NULL);
+		err = uroce_ibcm_send_dreq(id->conn, NULL, 0, &t, cma_now());
+		break;
 	case UROCE_IBCM_ESTABLISHED:
 		err = uroce_ibcm_send_dreq(id->conn, NULL, 0, &t, cma_now());
 		break;
@@ -578,10 +597,8 @@ int rdma_disconnect(struct rdma_cm_id *cid)
 	case UROCE_IBCM_REQ_RCVD:
 	case UROCE_IBCM_MRA_REQ_SENT:
 	case UROCE_IBCM_MRA_REQ_RCVD:
-	case UROCE_IBCM_REP_SENT:
 	case UROCE_IBCM_REP_RCVD:
 	case UROCE_IBCM_MRA_REP_SENT:
-	case UROCE_IBCM_MRA_REP_RCVD:
 	case UROCE_IBCM_SIDR_REQ_SENT:
 	case UROCE_IBCM_SIDR_REQ_RCVD:
 		err = -EINVAL;
