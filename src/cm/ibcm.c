@@ -281,6 +281,7 @@ void uroce_ibcm_leave(struct uroce_ibcm *cm)
 
 		cm->zombies = c->zombie_next;
 		cm->nconn--;
+		ibcm_count(cm, UROCE_IBCM_C_CONNS_FREED);
 		free(c);
 	}
 }
@@ -427,6 +428,7 @@ struct uroce_ibcm_conn *uroce_ibcm_conn_new(struct uroce_ibcm *cm, enum uroce_ib
 	c->heap_idx = IBCM_NOT_ARMED;
 	c->local_id = alloc_id(cm);
 	cm->nconn++;
+	ibcm_count(cm, UROCE_IBCM_C_CONNS_CREATED);
 	uroce_ibcm_table_add(c, IBCM_T_LOCAL);
 	return c;
 }

@@ -53,6 +53,7 @@
 #include <stdint.h>
 
 #include "cm/msg.h"
+#include "host/config/cm_counters.h"
 
 struct uroce_ibcm;
 struct uroce_ibcm_conn;
@@ -139,18 +140,9 @@ struct uroce_ibcm_cfg {
 	uint32_t seed; /* first comm ID counter and anything random */
 };
 
-/* Counters, always on (uroce_ibcm_counter). */
-#define UROCE_IBCM_COUNTERS(X)                                                                    \
-	X(RX_MADS, "cm_rx_mads")                                                                  \
-	X(TX_MADS, "cm_tx_mads")                                                                  \
-	X(TX_ERRORS, "cm_tx_errors")                                                              \
-	X(RX_MALFORMED, "cm_rx_malformed")           /* not a CM MAD we can decode */             \
-	X(RX_UNKNOWN_ID, "cm_rx_unknown_comm_id")    /* no connection with that comm ID */        \
-	X(RX_BAD_STATE, "cm_rx_wrong_state")         /* not allowed in the connection's state */  \
-	X(RX_DUPLICATES, "cm_rx_duplicates")                                                      \
-	X(RETRIES, "cm_retries")                                                                  \
-	X(TIMEOUTS, "cm_timeouts")                                                                \
-	X(STALE_REJECTS, "cm_stale_rejects")
+/* Counters, always on (uroce_ibcm_counter): the list is host/config/cm_counters.h, which the
+ * device counter files share. */
+#define UROCE_IBCM_COUNTERS(X) UROCE_CM_COUNTERS(X)
 
 enum uroce_ibcm_counter {
 #define UROCE_IBCM_COUNTER_ENUM(name, label) UROCE_IBCM_C_##name,

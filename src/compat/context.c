@@ -366,3 +366,8 @@ uint32_t uroce_ibv_slot(struct ibv_context *c)
 {
 	return uroce_ctx_slot(compat_uc(c));
 }
+
+void uroce_ibv_count_cm(struct ibv_context *c, const uint64_t *delta)
+{
+	uroce_ctx_count_cm(compat_uc(c), delta);
+}

@@ -25,4 +25,8 @@ int uroce_ibv_gsi_steer(struct ibv_context *ctx, const uint64_t *ids, int n);
 /* host/ctx.h uroce_ctx_slot: the prefix of this process's CM comm IDs on the device. */
 uint32_t uroce_ibv_slot(struct ibv_context *ctx);
 
+/* host/ctx.h uroce_ctx_count_cm: add the CM's counts since the last call (delta[k] for
+ * host/config/cm_counters.h counter k) to the device's counter file. Any thread. */
+void uroce_ibv_count_cm(struct ibv_context *ctx, const uint64_t *delta);
+
 #endif

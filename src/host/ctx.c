@@ -1157,6 +1157,12 @@ uint32_t uroce_ctx_slot(const struct uroce_ctx *c)
 	return UROCE_SHARE_SLOT_OF(c->share.qpn_lo);
 }
 
+void uroce_ctx_count_cm(struct uroce_ctx *c, const uint64_t delta[UROCE_CM_CNT_MAX])
+{
+	if (c->stats.file)
+		uroce_stats_add_cm(c->stats.file, delta);
+}
+
 /* Is gid among list[0..n)? */
 static int gid_in(const uint8_t (*list)[16], int n, const uint8_t gid[16])
 {

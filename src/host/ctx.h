@@ -50,6 +50,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "host/config/cm_counters.h"
 #include "host/config/device.h"
 #include "host/config/gid.h"
 #include "host/config/io_counters.h"
@@ -196,5 +197,10 @@ int uroce_ctx_mcast_sync(struct uroce_ctx *c);
 /* This process's QPN slot on the device (io/share_slots.h), 0..4095: the prefix of its CM comm
  * IDs. */
 uint32_t uroce_ctx_slot(const struct uroce_ctx *c);
+
+/* Add delta (this process's connection-manager counts since the last call) to the device's
+ * counter file (config/stats.h). Atomic adds, no lock: any thread. Nothing when the context
+ * has no counter file (a read-only run-time directory). */
+void uroce_ctx_count_cm(struct uroce_ctx *c, const uint64_t delta[UROCE_CM_CNT_MAX]);
 
 #endif

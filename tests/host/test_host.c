@@ -531,6 +531,14 @@ static void test_stats(const char *uroce)
 	uroce_stats_add_io(s, io);
 	io[UROCE_IO_TX_GSO] = 1;
 	uroce_stats_add_io(s2, io);
+	/* Then the connection manager's. */
+	uint64_t cm[UROCE_CM_CNT_MAX] = { 0 };
+
+	cm[UROCE_CM_CNT_CONNS_CREATED] = 6;
+	cm[UROCE_CM_CNT_STALE_REJECTS] = 0;
+	uroce_stats_add_cm(s, cm);
+	cm[UROCE_CM_CNT_CONNS_FREED] = 5;
+	uroce_stats_add_cm(s2, cm);
 	/* Another process adds too. */
 	pid_t pid = fork();
 
@@ -554,10 +562,18 @@ static void test_stats(const char *uroce)
 	uroce_stats_close(NULL);
 
 	CHECK(uroce_stats_read(rundir, "t_stats", &v, &n) == 0 &&
-	      n == UROCE_CNT_MAX + UROCE_IO_CNT_MAX);
-	if (n == UROCE_CNT_MAX + UROCE_IO_CNT_MAX) {
+	      n == UROCE_CNT_MAX + UROCE_IO_CNT_MAX + UROCE_CM_CNT_MAX);
+	if (n == UROCE_CNT_MAX + UROCE_IO_CNT_MAX + UROCE_CM_CNT_MAX) {
 		const struct uroce_stat *icrc = &v[UROCE_CNT_MAX + UROCE_IO_RX_DROP_ICRC],
 					*gso = &v[UROCE_CNT_MAX + UROCE_IO_TX_GSO];
+		const struct uroce_stat *cm0 = &v[UROCE_CNT_MAX + UROCE_IO_CNT_MAX];
+
+		CHECK(!strcmp(cm0[UROCE_CM_CNT_CONNS_CREATED].name, "cm_conns_created") &&
+		      cm0[UROCE_CM_CNT_CONNS_CREATED].value == 12);
+		CHECK(!strcmp(cm0[UROCE_CM_CNT_CONNS_FREED].name, "cm_conns_freed") &&
+		      cm0[UROCE_CM_CNT_CONNS_FREED].value == 5);
+		CHECK(!strcmp(cm0[UROCE_CM_CNT_STALE_REJECTS].name, "cm_stale_rejects") &&
+		      cm0[UROCE_CM_CNT_STALE_REJECTS].value == 0);
 
 		CHECK(!strcmp(icrc->name, "io_rx_drop_icrc") && icrc->value == 8);
 		CHECK(!strcmp(gso->name, "io_tx_gso_sends") && gso->value == 10);
@@ -583,6 +599,7 @@ static void test_stats(const char *uroce)
 	CHECK(printed(out, "cnp_rcvd") == 1);
 	CHECK(printed(out, "send_err") == 0);
 	CHECK(printed(out, "io_rx_drop_icrc") == 8);
+	CHECK(printed(out, "cm_conns_created") == 12);
 	CHECK(printed(out, "no_such_counter") == -1);
 	snprintf(cmd, sizeof(cmd), "'%s' stats no_such_dev 2>/dev/null", uroce);
 	out = run(cmd, &st);

@@ -239,6 +239,25 @@ void cma_dev_flush(struct cma_dev *d)
 	}
 }
 
+/* Add what d's CM engine counted since the last call to the device's counter file (`uroce
+ * stats`). Lock held. */
+_Static_assert((int)UROCE_IBCM_C_COUNT == (int)UROCE_CM_CNT_MAX, "one counter list");
+static void cm_stats_flush(struct cma_dev *d)
+{
+	uint64_t delta[UROCE_IBCM_C_COUNT];
+	bool any = false;
+
+	for (int k = 0; k < UROCE_IBCM_C_COUNT; k++) {
+		uint64_t v = uroce_ibcm_counter(d->cm, (enum uroce_ibcm_counter)k);
+
+		delta[k] = v - d->cm_counted[k];
+		d->cm_counted[k] = v;
+		any = any || delta[k];
+	}
+	if (any)
+		uroce_ibv_count_cm(d->verbs, delta);
+}
+
 /* At exit: what the kernel would do for a process's connections (DREQ for the established
  * ones), sent before the process is gone. */
 static void __attribute__((destructor)) cma_at_exit(void)
@@ -247,9 +266,12 @@ static void __attribute__((destructor)) cma_at_exit(void)
 		return; /* nothing opened, or a forked child: the connections are the parent's */
 	pthread_mutex_lock(&cma_lock);
 	cma_close_all();
-	for (int i = 0; i < g.ndev; i++)
-		if (g.devs[i].gsi_ready)
+	for (int i = 0; i < g.ndev; i++) {
+		if (g.devs[i].gsi_ready) {
 			cma_dev_flush(&g.devs[i]);
+			cm_stats_flush(&g.devs[i]);
+		}
+	}
 	pthread_mutex_unlock(&cma_lock);
 }
 
@@ -400,6 +422,7 @@ static void *cm_thread(void *arg)
 			ibv_req_notify_cq(d->cq, 0);
 			poll_dev(d); /* what arrived before the notification was armed */
 			uroce_ibcm_advance(d->cm, now);
+			cm_stats_flush(d);
 			if (uroce_ibcm_next_deadline(d->cm) < next)
 				next = uroce_ibcm_next_deadline(d->cm);
 		}

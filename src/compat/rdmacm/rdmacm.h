@@ -100,6 +100,7 @@ struct cma_dev {
 	uint8_t active_mtu;
 	uint64_t node_guid; /* host order */
 	bool gsi_ready;
+	uint64_t cm_counted[UROCE_IBCM_C_COUNT]; /* the engine's counts in the counter file */
 };
 
 struct cma_id {

@@ -12,22 +12,27 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "host/config/cm_counters.h"
 #include "host/config/io_counters.h"
 #include "host/config/device.h"
 #include "host/config/rundir.h"
 
 #define HDR_SIZE 64u
 
-/* The engine's counters, then the I/O backends' (index UROCE_CNT_MAX + k for I/O counter k). */
-#define NCOUNTERS (UROCE_CNT_MAX + UROCE_IO_CNT_MAX)
+/* The engine's counters, then the I/O backends' (index UROCE_CNT_MAX + k for I/O counter k),
+ * then the CM's (from CM_BASE). */
+#define CM_BASE	  (UROCE_CNT_MAX + UROCE_IO_CNT_MAX)
+#define NCOUNTERS (CM_BASE + UROCE_CM_CNT_MAX)
 
 #define STATS_NAME(id, name) name,
 static const char *const counter_names[NCOUNTERS] = { UROCE_COUNTERS(STATS_NAME)
-							      UROCE_IO_COUNTERS(STATS_NAME) };
+							      UROCE_IO_COUNTERS(STATS_NAME)
+								      UROCE_CM_COUNTERS(STATS_NAME) };
 #undef STATS_NAME
 #define STATS_NAME_FITS(id, name) _Static_assert(sizeof(name) <= UROCE_STATS_NAME_SIZE, name);
 UROCE_COUNTERS(STATS_NAME_FITS)
 UROCE_IO_COUNTERS(STATS_NAME_FITS)
+UROCE_CM_COUNTERS(STATS_NAME_FITS)
 #undef STATS_NAME_FITS
 
 struct uroce_stats {
@@ -204,6 +209,12 @@ void uroce_stats_add_io(struct uroce_stats *s, const uint64_t delta[UROCE_IO_CNT
 {
 	for (int k = 0; k < UROCE_IO_CNT_MAX; k++)
 		add_slot(s, UROCE_CNT_MAX + k, delta[k]);
+}
+
+void uroce_stats_add_cm(struct uroce_stats *s, const uint64_t delta[UROCE_CM_CNT_MAX])
+{
+	for (int k = 0; k < UROCE_CM_CNT_MAX; k++)
+		add_slot(s, CM_BASE + k, delta[k]);
 }
 
 void uroce_stats_close(struct uroce_stats *s)

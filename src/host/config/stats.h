@@ -5,7 +5,9 @@
  * Design notes
  * - Counter names and order: the transport's UROCE_COUNTERS list (transport/engine.h), whose
  *   names follow rxe's hw_counters, then the I/O backends' UROCE_IO_COUNTERS (io_counters.h: what
- *   the sockets sent, received and dropped before the engine, such as io_rx_drop_icrc). Only
+ *   the sockets sent, received and dropped before the engine, such as io_rx_drop_icrc), then
+ *   the connection manager's UROCE_CM_COUNTERS (cm_counters.h: cm_rx_mads, cm_stale_rejects,
+ *   cm_conns_created, ...), which librdmacm's CM thread adds. Only
  *   the X-macros are used, so the host library does not link the transport.
  * - File format (native byte order and alignment: the file never leaves the host; version 1):
  *     0   char magic[8]   "UROCECNT"
@@ -36,6 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "host/config/cm_counters.h"
 #include "host/config/io_counters.h"
 #include "transport/engine.h"
 
@@ -69,6 +72,9 @@ void uroce_stats_add_all(struct uroce_stats *s, const uint64_t delta[UROCE_CNT_M
 
 /* The same for the I/O backends' counters (io_counters.h: io_rx_drop_icrc, io_tx_err, ...). */
 void uroce_stats_add_io(struct uroce_stats *s, const uint64_t delta[UROCE_IO_CNT_MAX]);
+
+/* The same for the connection manager's counters (cm_counters.h). */
+void uroce_stats_add_cm(struct uroce_stats *s, const uint64_t delta[UROCE_CM_CNT_MAX]);
 
 /* Unmap and free. NULL is allowed. */
 void uroce_stats_close(struct uroce_stats *s);
