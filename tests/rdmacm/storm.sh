@@ -40,7 +40,7 @@ WARMUP=20
 ROUNDS=${STORM_ROUNDS:-3}
 RPING_CLIENTS=${STORM_RPING_CLIENTS:-100}
 RSS_SLACK_KB=${STORM_RSS_SLACK_KB:-1024}
-DEV_A=uroce_a0
+DEV_A=uroce_a0 DEV_B=uroce_b0
 
 # The pid of the process named COMM (its comm, 15 characters) in namespace NS.
 pid_in() { # NS COMM
@@ -87,7 +87,6 @@ wait_cm_listen "$RUNB" 0x0106 $PORT $spid || {
 	fail "the server did not listen"
 }
 srv=$(pid_in "$NSB" $SCOMM) || fail "no $SCOMM process in $NSB"
-DEV_B=uroce_b0
 
 # A failed cycle: the server's counts and messages, then fail.
 storm_fail() { # MESSAGE
@@ -96,6 +95,9 @@ storm_fail() { # MESSAGE
 	echo "--- server" >&2
 	tail -n 5 "$T/srv.out" >&2
 	tail -n 20 "$T/srv.err" >&2
+	echo "--- counters (non-zero) of the clients' and the server's devices" >&2
+	ina "$UROCE" stats $DEV_A 2>&1 | awk 'NF == 2 && $2 != 0' | paste -sd' ' >&2
+	inb "$UROCE" stats $DEV_B 2>&1 | awk 'NF == 2 && $2 != 0' | paste -sd' ' >&2
 	fail "$1"
 }
 
