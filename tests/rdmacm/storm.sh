@@ -13,7 +13,7 @@
 # rping:  RPING_CLIENTS unmodified rping clients, one after the other, each its own process
 #   (`rping -c -V -C 4`), against one persistent unmodified rping server (`rping -s -P`). Each
 #   client is a new process under `uroce run` (mount namespace, device open, CM thread): some
-#   20 a second, so fewer than the 1,000 cycles of serial, which runs them in one process.
+#   a few a second, so 50 rather than the 1,000 cycles of serial, which runs them in one process.
 # Every cycle must succeed: no REJECTED (stale connection or any other reason), UNREACHABLE
 # or error event, every message intact. The server's file descriptors (/proc/PID/fd) and
 # resident set (VmRSS) are measured after a warm-up and at the end: the descriptors must be
@@ -38,7 +38,7 @@ PORT=7180
 CYCLES=${STORM_CYCLES:-1000}
 WARMUP=20
 ROUNDS=${STORM_ROUNDS:-3}
-RPING_CLIENTS=${STORM_RPING_CLIENTS:-100}
+RPING_CLIENTS=${STORM_RPING_CLIENTS:-50}
 RSS_SLACK_KB=${STORM_RSS_SLACK_KB:-1024}
 DEV_A=uroce_a0 DEV_B=uroce_b0
 
