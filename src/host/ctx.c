@@ -1008,42 +1008,86 @@ fail:
 	return rc;
 }
 
+/* Stop c's progress thread (c's lock not held). */
+static void stop_progress(struct uroce_ctx *c)
+{
+	if (c->prog.started) {
+		atomic_store(&c->prog.stop, true);
+		uroce_ctx_kick(c);
+		pthread_join(c->prog.thread, NULL);
+		c->prog.started = false;
+	}
+}
+
+/* What c holds outside this process's memory, given back (the progress thread stopped): what
+ * is queued goes out first (a last ACK, a DREQ), then the counters, the sockets (leaving the
+ * device's share groups in order), the capture's buffer and the QPN slot. */
+static void release_io(struct uroce_ctx *c)
+{
+	if (c->eng) {
+		round_at(c, mono_ns(), true);
+		stats_flush(c);
+	}
+	uroce_backend_close(c->v2);
+	uroce_backend_close(c->v1);
+	c->v2 = c->v1 = NULL;
+	pthread_mutex_lock(&sink_lock);
+	if (process_sink)
+		uroce_pcap_sink_flush(process_sink);
+	pthread_mutex_unlock(&sink_lock);
+	if (c->slot >= 0)
+		uroce_share_slot_put(c->rundir, c->slot);
+	c->slot = -1;
+}
+
+/*
+ * At exit, every context still open leaves its share groups, as a close would: the kernel's
+ * closing of a dead process's sockets moves other members' sockets in an order the survivors
+ * can only guess when several die together (io/share_group.h), while a leave keeps the group's
+ * order known. Programs rarely close their devices before they exit, and librdmacm's CM never
+ * does. The context stays in memory as an orphan (threads of the program may still call verbs
+ * on it while the process exits: they find no I/O). librdmacm's exit handler, which sends the
+ * CM's last messages through these contexts, runs before this one.
+ */
+static void __attribute__((destructor)) leave_at_exit(void)
+{
+	pthread_mutex_lock(&open_lock);
+	for (struct uroce_ctx *c = open_ctxs; c; c = c->next_open) {
+		if (c->prog.started && pthread_equal(c->prog.thread, pthread_self()))
+			continue; /* exit() called from a callback on the progress thread */
+		stop_progress(c);
+		pthread_mutex_lock(&c->lock);
+		release_io(c);
+		c->orphan = true;
+		pthread_mutex_unlock(&c->lock);
+	}
+	open_ctxs = NULL;
+	pthread_mutex_unlock(&open_lock);
+}
+
 void uroce_ctx_close(struct uroce_ctx *c)
 {
 	if (!c)
 		return;
 	if (c->orphan) {
-		uroce_backend_close(c->v2); /* memory only: forgotten at the fork */
+		/* Forked child's copy, or after exit's leave: memory only. */
+		uroce_backend_close(c->v2);
 		uroce_backend_close(c->v1);
 		uroce_stats_close(c->stats.file);
 		uroce_eng_destroy(c->eng);
+		if (c->prog.kick_fd >= 0)
+			close(c->prog.kick_fd);
+		if (c->prog.watch_fd >= 0)
+			close(c->prog.watch_fd);
 		free(c);
 		return;
 	}
 	open_list_del(c);
-	if (c->prog.started) {
-		atomic_store(&c->prog.stop, true);
-		uroce_ctx_kick(c);
-		pthread_join(c->prog.thread, NULL);
-	}
-	if (c->eng) {
-		/* Whatever is queued goes out before the sockets close (a last ACK, a DREQ). */
-		round_at(c, mono_ns(), true);
-		stats_flush(c);
-	}
+	stop_progress(c);
+	release_io(c);
 	if (c->stats.file)
 		uroce_stats_close(c->stats.file);
-	if (c->v2)
-		uroce_backend_close(c->v2);
-	if (c->v1)
-		uroce_backend_close(c->v1);
-	pthread_mutex_lock(&sink_lock);
-	if (process_sink)
-		uroce_pcap_sink_flush(process_sink);
-	pthread_mutex_unlock(&sink_lock);
 	uroce_eng_destroy(c->eng);
-	if (c->slot >= 0)
-		uroce_share_slot_put(c->rundir, c->slot);
 	if (c->prog.kick_fd >= 0)
 		close(c->prog.kick_fd);
 	if (c->prog.watch_fd >= 0)
