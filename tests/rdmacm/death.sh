@@ -27,11 +27,13 @@
 #                steering), the second pair goes on transferring, the membership files and the
 #                QPN slots lose the dead process, the device's counters still read, and a new
 #                pair joins the device and transfers
-# The veth carries a capture for the whole run: every RoCE frame on it (the watchdogs' DREQs
-# among them) has a valid ICRC and decodes in tshark (check_capture), and tshark sees the DREQs
-# that only the wills can have sent. Exits 0, 1 (fail) or 77 (skip).
+# The veth's CM MADs are captured for the whole run: every one (the watchdogs' among them) has a
+# valid ICRC and decodes in tshark (check_capture), and tshark sees the REJs and DREQs that only
+# the wills can have sent. Exits 0, 1 (fail) or 77 (skip).
 set -u -o pipefail
 
+# SCAPY_ICRC is read by lib.sh's check_capture.
+# shellcheck disable=SC2034
 UROCE=$1 CM_DEATH=$2 SCAPY_ICRC=$3 ENC=$4
 shift 4
 PHASES=${*:-connect-srv connect-cli transfer-srv transfer-cli disc verbs shared}
@@ -54,12 +56,12 @@ CM_LIMIT_MS=3000   # the CM's retry time, with room for a loaded machine
 WILL_LIMIT_MS=2000 # a will's DREQ: milliseconds, with the same room
 QP_LIMIT_MS=3000   # cm_death -m verbs: timeout 14 (67 ms) x (6 retries + 1) = 470 ms, with room
 
-ADDR=$B4 DEVA=uroce_a0 DEVB=uroce_b0 VER=v2 GIDA=::ffff:$A4 GIDB=::ffff:$B4
+ADDR=$B4 DEVA=uroce_a0 DEVB=uroce_b0
 case $ENC in
 v2v4) ;;
-v2v6) ADDR=$B6 GIDA=$A6 GIDB=$B6 ;;
+v2v6) ADDR=$B6 ;;
 v1)
-	DEVA=urv1_a0 DEVB=urv1_b0 VER=v1
+	DEVA=urv1_a0 DEVB=urv1_b0
 	ina "$UROCE" link add $DEVA netdev a0 roce v1 || fail "uroce link add $DEVA"
 	inb "$UROCE" link add $DEVB netdev b0 roce v1 || fail "uroce link add $DEVB"
 	;;
