@@ -597,15 +597,18 @@ int uroce_ibcm_establish(struct uroce_ibcm_conn *c)
 
 /* ---- either side -------------------------------------------------------------------------- */
 
-/* core/cm.c cm_format_rej and ib_send_cm_rej: the REJ's fields and next state per state. */
-static int rej_out(struct uroce_ibcm_conn *c, uint16_t reason, const void *ari, size_t ari_len,
-		   const void *pdata, size_t len, uint64_t now)
+/*
+ * core/cm.c cm_format_rej: the REJ c's state calls for, into buf (UROCE_MAD_LEN bytes);
+ * *timewait says whether c then enters time-wait (else IDLE). -EINVAL in a state without one.
+ */
+static int rej_encode(const struct uroce_ibcm_conn *c, uint16_t reason, const void *ari,
+		      size_t ari_len, const void *pdata, size_t len, uint8_t *buf, bool *timewait)
 {
 	struct uroce_cm_mad m;
-	uint8_t buf[UROCE_MAD_LEN];
 	uint8_t rejected = 2; /* "other" */
 	uint32_t local = c->local_id;
-	bool timewait = false;
+
+	*timewait = false;
 
 	switch (c->state) {
 	case UROCE_IBCM_REQ_RCVD:
@@ -624,7 +627,7 @@ static int rej_out(struct uroce_ibcm_conn *c, uint16_t reason, const void *ari, 
 		break;
 	case UROCE_IBCM_REP_SENT:
 	case UROCE_IBCM_MRA_REP_RCVD:
-		timewait = true; /* the peer may hold the REP: keep the IDs out of reuse */
+		*timewait = true; /* the peer may hold the REP: keep the IDs out of reuse */
 		break;
 	case UROCE_IBCM_IDLE:
 	case UROCE_IBCM_ESTABLISHED:
@@ -646,6 +649,19 @@ static int rej_out(struct uroce_ibcm_conn *c, uint16_t reason, const void *ari, 
 	if (len)
 		memcpy(m.u.rej.private_data, pdata, len);
 	uroce_ibcm_encode(buf, &m);
+	return 0;
+}
+
+/* ib_send_cm_rej: the REJ of rej_encode, sent, and the state it leads to. */
+static int rej_out(struct uroce_ibcm_conn *c, uint16_t reason, const void *ari, size_t ari_len,
+		   const void *pdata, size_t len, uint64_t now)
+{
+	uint8_t buf[UROCE_MAD_LEN];
+	bool timewait;
+	int rc = rej_encode(c, reason, ari, ari_len, pdata, len, buf, &timewait);
+
+	if (rc)
+		return rc;
 	uroce_ibcm_tx(c->cm, &c->addr, buf);
 	if (timewait) {
 		uroce_ibcm_disarm(c);
@@ -719,13 +735,6 @@ static void dreq_encode(const struct uroce_ibcm_conn *c, const void *pdata, size
 	uroce_ibcm_encode(out, &m);
 }
 
-int uroce_ibcm_dreq_mad(const struct uroce_ibcm_conn *c, uint8_t *mad)
-{
-	if (!c || c->destroyed || c->state != UROCE_IBCM_ESTABLISHED)
-		return -EINVAL;
-	dreq_encode(c, NULL, 0, mad);
-	return 0;
-}
 
 void uroce_ibcm_dreq_out(struct uroce_ibcm_conn *c, const void *pdata, size_t len, uint64_t now)
 {
@@ -747,7 +756,8 @@ int uroce_ibcm_send_dreq(struct uroce_ibcm_conn *c, const void *pdata, size_t le
 	return 0;
 }
 
-void uroce_ibcm_drep_out(struct uroce_ibcm_conn *c, const void *pdata, size_t len, uint64_t now)
+static void drep_encode(const struct uroce_ibcm_conn *c, const void *pdata, size_t len,
+			uint8_t *out)
 {
 	struct uroce_cm_mad m;
 
@@ -756,7 +766,12 @@ void uroce_ibcm_drep_out(struct uroce_ibcm_conn *c, const void *pdata, size_t le
 	m.u.drep.remote_comm_id = c->remote_id;
 	if (len)
 		memcpy(m.u.drep.private_data, pdata, len);
-	uroce_ibcm_encode(c->reply, &m);
+	uroce_ibcm_encode(out, &m);
+}
+
+void uroce_ibcm_drep_out(struct uroce_ibcm_conn *c, const void *pdata, size_t len, uint64_t now)
+{
+	drep_encode(c, pdata, len, c->reply);
 	c->reply_attr = UROCE_CM_ATTR_DREP;
 	uroce_ibcm_tx(c->cm, &c->addr, c->reply);
 	uroce_ibcm_enter_timewait(c, now);
@@ -771,17 +786,67 @@ int uroce_ibcm_send_drep(struct uroce_ibcm_conn *c, const void *pdata, size_t le
 	return 0;
 }
 
-static void sidr_rep_out(struct uroce_ibcm_conn *c, const struct uroce_cm_sidr_rep *rep)
+static void sidr_rep_encode(const struct uroce_ibcm_conn *c, const struct uroce_cm_sidr_rep *rep,
+			    uint8_t *out)
 {
 	struct uroce_cm_mad m;
-	uint8_t buf[UROCE_MAD_LEN];
 
 	uroce_ibcm_mad_init(&m, UROCE_CM_ATTR_SIDR_REP, c->tid);
 	m.u.sidr_rep = *rep;
 	m.u.sidr_rep.request_id = c->remote_id;
-	uroce_ibcm_encode(buf, &m);
+	uroce_ibcm_encode(out, &m);
+}
+
+static void sidr_rep_out(struct uroce_ibcm_conn *c, const struct uroce_cm_sidr_rep *rep)
+{
+	uint8_t buf[UROCE_MAD_LEN];
+
+	sidr_rep_encode(c, rep, buf);
 	uroce_ibcm_tx(c->cm, &c->addr, buf);
 	uroce_ibcm_set_idle(c);
+}
+
+int uroce_ibcm_will_mad(const struct uroce_ibcm_conn *c, uint8_t *mad)
+{
+	struct uroce_cm_sidr_rep rep;
+	uint8_t ari[8];
+	bool timewait;
+
+	if (!c || !mad || c->destroyed)
+		return -EINVAL;
+	/* uroce_ibcm_conn_destroy's choice, state by state. */
+	switch (c->state) {
+	case UROCE_IBCM_REQ_SENT:
+	case UROCE_IBCM_MRA_REQ_RCVD:
+		uroce_put_be64(ari, c->cm->cfg.ca_guid);
+		return rej_encode(c, UROCE_CM_REJ_TIMEOUT, ari, sizeof(ari), NULL, 0, mad,
+				  &timewait);
+	case UROCE_IBCM_REQ_RCVD:
+	case UROCE_IBCM_MRA_REQ_SENT:
+	case UROCE_IBCM_REP_SENT:
+	case UROCE_IBCM_MRA_REP_RCVD:
+	case UROCE_IBCM_REP_RCVD:
+	case UROCE_IBCM_MRA_REP_SENT:
+		return rej_encode(c, UROCE_CM_REJ_CONSUMER_DEFINED, NULL, 0, NULL, 0, mad,
+				  &timewait);
+	case UROCE_IBCM_ESTABLISHED:
+		dreq_encode(c, NULL, 0, mad);
+		return 0;
+	case UROCE_IBCM_DREQ_RCVD:
+		drep_encode(c, NULL, 0, mad);
+		return 0;
+	case UROCE_IBCM_SIDR_REQ_RCVD:
+		memset(&rep, 0, sizeof(rep));
+		rep.status = IBCM_SIDR_REJECT;
+		sidr_rep_encode(c, &rep, mad);
+		return 0;
+	case UROCE_IBCM_SIDR_REQ_SENT:
+	case UROCE_IBCM_IDLE:
+	case UROCE_IBCM_DREQ_SENT:
+	case UROCE_IBCM_TIMEWAIT:
+		return -ENOENT;
+	}
+	return -ENOENT;
 }
 
 /* core/cm.c cm_destroy_id, but ESTABLISHED and DREQ_SENT keep resending the DREQ (ibcm.h). */

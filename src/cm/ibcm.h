@@ -212,12 +212,6 @@ int uroce_ibcm_send_mra(struct uroce_ibcm_conn *c, uint8_t service_timeout, cons
 /* ESTABLISHED -> DREQ_SENT. len <= 220. t NULL: the timing of the conn's REQ or REP. */
 int uroce_ibcm_send_dreq(struct uroce_ibcm_conn *c, const void *pdata, size_t len,
 			 const struct uroce_ibcm_timing *t, uint64_t now);
-/*
- * The DREQ an ESTABLISHED conn would send now (256 bytes into mad), without sending it or
- * changing state: for a watchdog that sends it once this process is gone (librdmacm's last
- * will). 0, or -EINVAL in another state.
- */
-int uroce_ibcm_dreq_mad(const struct uroce_ibcm_conn *c, uint8_t *mad);
 /* DREQ_RCVD -> TIMEWAIT. len <= 224. */
 int uroce_ibcm_send_drep(struct uroce_ibcm_conn *c, const void *pdata, size_t len,
 			 uint64_t now);
@@ -232,6 +226,16 @@ int uroce_ibcm_send_drep(struct uroce_ibcm_conn *c, const void *pdata, size_t le
  * IDLE (after the outermost uroce_ibcm_* call returns): the caller must not use c again.
  */
 void uroce_ibcm_conn_destroy(struct uroce_ibcm_conn *c, uint64_t now);
+
+/*
+ * The message uroce_ibcm_conn_destroy would send for c in its state now (the REJ, DREQ, DREP or
+ * SIDR_REP; UROCE_MAD_LEN bytes into mad), without sending it or changing state: for a watchdog
+ * that sends it once this process is gone (librdmacm's last will), as the kernel's CM does for
+ * a process that dies (cm_destroy_id).
+ * Returns 0; -ENOENT in a state that sends nothing (IDLE, SIDR_REQ_SENT, DREQ_SENT, TIMEWAIT);
+ * -EINVAL for NULL or a destroyed conn.
+ */
+int uroce_ibcm_will_mad(const struct uroce_ibcm_conn *c, uint8_t *mad);
 
 /* ---- SIDR (UD service ID resolution) ------------------------------------------------------- */
 

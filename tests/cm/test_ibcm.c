@@ -1146,6 +1146,7 @@ static void test_destroy_case(const struct destroy_case *dc)
 	struct uroce_cm_req req = make_req(A, P, 0x111);
 	struct uroce_cm_sidr_req sreq;
 	const char *name = uroce_ibcm_state_name(dc->state);
+	uint8_t will[UROCE_MAD_LEN];
 	size_t ntx, nev, cnt;
 
 	memset(&sreq, 0, sizeof(sreq));
@@ -1215,11 +1216,18 @@ static void test_destroy_case(const struct destroy_case *dc)
 	ntx = D->ntx;
 	nev = D->nev;
 	cnt = uroce_ibcm_conn_count(D->cm);
+	/* The last will (librdmacm's watchdog) holds what the destroy sends, byte for byte, and
+	 * taking it sends nothing and changes nothing. */
+	memset(will, 0xEE, sizeof(will));
+	CHECKF(uroce_ibcm_will_mad(c, will) == (dc->sent[0] ? 0 : -ENOENT), "%s: will", name);
+	CHECKF(D->ntx == ntx && uroce_ibcm_conn_state(c) == dc->state, "%s: will", name);
 	uroce_ibcm_conn_destroy(c, s->now);
 	CHECKF(uroce_ibcm_conn_count(D->cm) == cnt - (dc->linger ? 0 : 1), "%s: linger", name);
 	CHECKF(D->ntx == ntx + (dc->sent[0] ? 1 : 0), "%s: %s", name, tx_str(D));
 	if (dc->sent[0] && D->ntx == ntx + 1) {
 		const struct uroce_cm_mad *m = &last_tx(D)->m;
+
+		CHECKF(!memcmp(will, last_tx(D)->raw, sizeof(will)), "%s: the will differs", name);
 
 		CHECKF(!strcmp(uroce_cm_attr_short(m->hdr.attr_id), dc->sent), "%s", name);
 		if (m->hdr.attr_id == UROCE_CM_ATTR_REJ) {

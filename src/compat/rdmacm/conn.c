@@ -353,6 +353,7 @@ int rdma_connect(struct rdma_cm_id *cid, struct rdma_conn_param *conn_param)
 		return cma_err(-EINVAL);
 	}
 	err = connect_locked(id, conn_param);
+	cma_will_sync(id); /* REQ_SENT: a REJ */
 	pthread_mutex_unlock(&cma_lock);
 	cma_kick();
 	if (err)
@@ -371,7 +372,7 @@ int rdma_establish(struct rdma_cm_id *cid)
 		err = uroce_ibcm_send_rtu(id->conn, NULL, 0, cma_now());
 		if (!err) {
 			id->state = CMA_ESTABLISHED;
-			cma_will_arm(id);
+			cma_will_sync(id);
 		}
 	}
 	pthread_mutex_unlock(&cma_lock);
@@ -471,6 +472,7 @@ int rdma_accept(struct rdma_cm_id *cid, struct rdma_conn_param *conn_param)
 		return cma_err(-EINVAL);
 	}
 	err = accept_locked(id, conn_param);
+	cma_will_sync(id); /* REP_SENT: a REJ */
 	wait = id->sync && id->id.qp_type != IBV_QPT_UD;
 	pthread_mutex_unlock(&cma_lock);
 	cma_kick();
@@ -539,8 +541,10 @@ int rdma_notify(struct rdma_cm_id *cid, enum ibv_event_type event)
 	id = cma_id_find(cid);
 	if (!id || event != IBV_EVENT_COMM_EST)
 		err = -EINVAL;
-	else if (id->conn)
+	else if (id->conn) {
 		err = uroce_ibcm_establish(id->conn);
+		cma_will_sync(id);
+	}
 	pthread_mutex_unlock(&cma_lock);
 	return cma_err(err);
 }
@@ -579,7 +583,6 @@ int rdma_disconnect(struct rdma_cm_id *cid)
 		if (err)
 			break;
 		id->state = CMA_ESTABLISHED;
-		cma_will_arm(id);
 		cma_event_post(id, NULL, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0, NULL);
 		err = uroce_ibcm_send_dreq(id->conn, NULL, 0, &t, cma_now());
 		break;
@@ -604,6 +607,7 @@ int rdma_disconnect(struct rdma_cm_id *cid)
 		err = -EINVAL;
 		break;
 	}
+	cma_will_sync(id); /* DREQ_SENT or TIMEWAIT: none */
 out:
 	if (!err && id->dev)
 		cma_dev_flush(id->dev); /* the DREQ or DREP, before the caller may exit */
@@ -815,7 +819,6 @@ static void on_rep(struct cma_id *id, const struct uroce_cm_rep *r)
 		}
 		uroce_ibcm_send_rtu(id->conn, NULL, 0, cma_now());
 		id->state = CMA_ESTABLISHED;
-		cma_will_arm(id);
 		cma_event_post(id, NULL, RDMA_CM_EVENT_ESTABLISHED, 0, r->private_data,
 			       UROCE_CM_REP_PRIV_LEN, &e);
 	}
@@ -869,7 +872,6 @@ static void on_disconnect(struct cma_id *id, int status)
 	if (id->state != CMA_ESTABLISHED && id->state != CMA_CONNECT)
 		return;
 	id->state = CMA_DISCONNECT;
-	cma_will_disarm(id);
 	cma_event_post(id, NULL, RDMA_CM_EVENT_DISCONNECTED, status, NULL, 0, NULL);
 }
 
@@ -880,6 +882,11 @@ void cma_on_ibcm_event(void *arg, const struct uroce_ibcm_event *ev)
 
 	if (ev->type == UROCE_IBCM_EV_REQ_RECEIVED || ev->type == UROCE_IBCM_EV_SIDR_REQ_RECEIVED) {
 		on_request(d, ev, ev->type == UROCE_IBCM_EV_SIDR_REQ_RECEIVED);
+		/* The new passive id (unless it was rejected at once): a REJ (SIDR_REP) until the
+		 * application answers. The conn's memory lasts until this call returns. */
+		id = uroce_ibcm_conn_user(ev->conn);
+		if (id)
+			cma_will_sync(id);
 		return;
 	}
 	if (!id) {
@@ -902,7 +909,6 @@ void cma_on_ibcm_event(void *arg, const struct uroce_ibcm_event *ev)
 	case UROCE_IBCM_EV_RTU_RECEIVED:
 		if (id->state == CMA_CONNECT) {
 			id->state = CMA_ESTABLISHED;
-			cma_will_arm(id);
 			cma_event_post(id, NULL, RDMA_CM_EVENT_ESTABLISHED, 0,
 				       ev->msg->u.rtu.private_data, UROCE_CM_RTU_PRIV_LEN, NULL);
 		}
@@ -939,4 +945,7 @@ void cma_on_ibcm_event(void *arg, const struct uroce_ibcm_event *ev)
 		on_sidr_rep(id, ev);
 		break;
 	}
+	/* Every event may have moved the conn: the will follows (a DREP after a DREQ, none after
+	 * time-wait, a REJ while a REP waits for the application's rdma_establish). */
+	cma_will_sync(id);
 }

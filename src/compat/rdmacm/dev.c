@@ -458,6 +458,20 @@ static void *cm_thread(void *arg)
 	return NULL;
 }
 
+/* Whether an opened device has a RoCE v1 GID (its connections may then need a RoCE v1 will). */
+static bool any_v1(void)
+{
+	for (int i = 0; i < g.ndev; i++) {
+		struct ibv_gid_entry e[64];
+		ssize_t k = ibv_query_gid_table(g.devs[i].verbs, e, 64, 0);
+
+		for (ssize_t j = 0; j < k; j++)
+			if (e[j].gid_type == IBV_GID_TYPE_ROCE_V1)
+				return true;
+	}
+	return false;
+}
+
 static void init_once(void)
 {
 	struct ibv_device **list;
@@ -497,7 +511,7 @@ static void init_once(void)
 	}
 	/* A watchdog sends our DREQs if this process dies (will.h); without it, peers learn
 	 * of a dead process from their own timeouts only. */
-	cma_will_start();
+	cma_will_start(any_v1());
 	/* The contexts keep their devices: the list itself can go (rdma-core keeps it). */
 	ibv_free_device_list(list);
 	if (g.ndev == 0) {

@@ -138,7 +138,7 @@ struct cma_id {
 	struct ibv_qp_init_attr *ep_qp_init;
 	struct ibv_pd *ep_pd;
 	bool own_cqs; /* send/recv CQs and channels made by rdma_create_qp */
-	int will_slot; /* its DREQ in the last will (will.h), -1: none */
+	int will_slot; /* its message in the last will (will.h), -1: none */
 	struct cma_mc *mc_list; /* multicast joins (mcast.c) */
 };
 
@@ -208,7 +208,7 @@ int cma_id_check(const struct rdma_cm_id *cid);
 /* In a forked child: the ids are the parent's; none is live (lock held). */
 void cma_ids_forget(void);
 /* Give up id's IB CM connection (ib_destroy_cm_id: the CM sends what its state calls for) and
- * its last-will DREQ. Lock held. */
+ * its last-will message. Lock held. */
 void cma_id_drop_conn(struct cma_id *id);
 int cma_id_new_passive(struct cma_id *listen, struct cma_id **out);
 void cma_fill_path(struct cma_id *id);
@@ -228,9 +228,12 @@ void cma_mc_free_all(struct cma_id *id);
 /* chan.c: withdraw mc's queued events, not yet handed out, from id's channel (lock held). */
 void cma_event_forget_mc(struct cma_id *id, const struct cma_mc *mc);
 
-/* will.c: the DREQs a watchdog sends when this process is gone (will.h). Lock held. */
-int cma_will_start(void);
-void cma_will_arm(struct cma_id *id);
+/* will.c: the CM messages a watchdog sends when this process is gone (will.h). Lock held.
+ * cma_will_start: v1 says a device has RoCE v1 GIDs (the watchdog then gets a packet socket).
+ * cma_will_sync: id's will follows its connection's state (call after every change of it):
+ * the message the kernel's CM would send for it on the process's death, or none. */
+int cma_will_start(bool v1);
+void cma_will_sync(struct cma_id *id);
 void cma_will_disarm(struct cma_id *id);
 /* In a forked child: the will is the parent's. Close the child's end of its pipe (so the
  * watchdog still sees the parent's death) and unmap the table; the child's CM, if it starts
