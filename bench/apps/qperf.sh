@@ -18,23 +18,10 @@
 # Exit status: 0 done (a failed figure is reported on stderr and left out), 1 cannot run here.
 set -u -o pipefail
 
-REPS=3 SECS=3
-while [ $# -gt 0 ]; do
-	case $1 in
-	-r) REPS=$2; shift 2 ;;
-	-t) SECS=$2; shift 2 ;;
-	*) echo "usage: UROCE=/path/to/uroce $0 [-r N] [-t SECONDS]" >&2; exit 1 ;;
-	esac
-done
-: "${UROCE:?set UROCE to the uroce binary}"
-UROCE=$(realpath "$UROCE")
-HERE=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=../../tests/run/lib.sh
-. "$HERE/../../tests/run/lib.sh"
-# stdout carries result lines only.
-skip() { echo "qperf.sh: cannot run: $*" >&2; exit 1; }
-fail() { echo "qperf.sh: $*" >&2; exit 1; }
-need_root_netns
+# shellcheck disable=SC2034 # APP is read by common.sh
+APP=qperf
+# shellcheck source=common.sh
+. "$(dirname "$0")/common.sh"
 command -v qperf >/dev/null || skip "qperf is not installed (Debian package qperf)"
 netns_setup
 
