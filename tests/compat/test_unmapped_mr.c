@@ -324,7 +324,7 @@ static void app_fault(void)
 	app_armed = 1;
 	if (sigsetjmp(app_jb, 1) == 0) {
 		*(volatile uint8_t *)p = 1;
-		CHECK(!"the store into PROT_NONE memory did not fault");
+		CHECKF(false, "the store into PROT_NONE memory did not fault");
 	}
 	CHECK_EQ(app_faults, before + 1);
 	munmap(p, pg);

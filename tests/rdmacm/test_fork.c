@@ -34,7 +34,7 @@
 
 #include "check.h"
 
-#define WAIT_MS	 10000
+#define WAIT_MS	 30000 /* a lost CM message is resent after 4.6 s (the kernel's timing) */
 #define PORT	 20500
 #define MSG	 4096
 #define NBUF	 16
