@@ -1069,24 +1069,16 @@ void uroce_ctx_close(struct uroce_ctx *c)
 {
 	if (!c)
 		return;
-	if (c->orphan) {
-		/* Forked child's copy, or after exit's leave: memory only. */
-		uroce_backend_close(c->v2);
-		uroce_backend_close(c->v1);
-		uroce_stats_close(c->stats.file);
-		uroce_eng_destroy(c->eng);
-		if (c->prog.kick_fd >= 0)
-			close(c->prog.kick_fd);
-		if (c->prog.watch_fd >= 0)
-			close(c->prog.watch_fd);
-		free(c);
-		return;
+	/* An orphan (a forked child's copy, or a context left at exit) has no thread and no I/O of
+	 * its own: its memory and its own descriptors go, nothing else. */
+	if (!c->orphan) {
+		open_list_del(c);
+		stop_progress(c);
+		release_io(c);
 	}
-	open_list_del(c);
-	stop_progress(c);
-	release_io(c);
-	if (c->stats.file)
-		uroce_stats_close(c->stats.file);
+	uroce_backend_close(c->v2); /* an orphan's: memory only (forgotten at the fork) */
+	uroce_backend_close(c->v1);
+	uroce_stats_close(c->stats.file);
 	uroce_eng_destroy(c->eng);
 	if (c->prog.kick_fd >= 0)
 		close(c->prog.kick_fd);

@@ -23,6 +23,18 @@
 #include "wire/packet.h"
 
 /* The GSI UD SEND to QP1 carrying s's MAD, for UDP source port sport: BTH..ICRC into pkt. */
+/* The transport part of f: slot s's MAD in a UD SEND Only from QP1 to QP1. */
+static void gsi_send(struct uroce_frame *f, const struct cma_will_slot *s)
+{
+	f->t.bth.opcode = UROCE_OP_UD_SEND_ONLY;
+	f->t.bth.pkey = 0xFFFF;
+	f->t.bth.dqpn = UROCE_GSI_QPN;
+	f->t.deth.qkey = UROCE_GSI_QKEY;
+	f->t.deth.src_qp = UROCE_GSI_QPN;
+	f->t.payload = s->mad;
+	f->t.payload_len = sizeof(s->mad);
+}
+
 static ssize_t build(const struct cma_will_slot *s, uint16_t sport, uint8_t *pkt, size_t cap)
 {
 	struct uroce_frame f;
@@ -49,13 +61,7 @@ static ssize_t build(const struct cma_will_slot *s, uint16_t sport, uint8_t *pkt
 	}
 	f.udp.sport = sport;
 	f.udp.dport = s->port;
-	f.t.bth.opcode = UROCE_OP_UD_SEND_ONLY;
-	f.t.bth.pkey = 0xFFFF;
-	f.t.bth.dqpn = UROCE_GSI_QPN;
-	f.t.deth.qkey = UROCE_GSI_QKEY;
-	f.t.deth.src_qp = UROCE_GSI_QPN;
-	f.t.payload = s->mad;
-	f.t.payload_len = sizeof(s->mad);
+	gsi_send(&f, s);
 	n = uroce_frame_encode(frame, sizeof(frame), &f);
 	if (n <= (ssize_t)hdrs || (size_t)n - hdrs > cap)
 		return -1;
@@ -88,13 +94,7 @@ static void send_v1(const struct cma_will_slot *s)
 	f.ip6.hop_limit = s->hop_limit;
 	memcpy(f.ip6.src, s->src, 16);
 	memcpy(f.ip6.dst, s->dst, 16);
-	f.t.bth.opcode = UROCE_OP_UD_SEND_ONLY;
-	f.t.bth.pkey = 0xFFFF;
-	f.t.bth.dqpn = UROCE_GSI_QPN;
-	f.t.deth.qkey = UROCE_GSI_QKEY;
-	f.t.deth.src_qp = UROCE_GSI_QPN;
-	f.t.payload = s->mad;
-	f.t.payload_len = sizeof(s->mad);
+	gsi_send(&f, s);
 	n = uroce_frame_encode(frame, sizeof(frame), &f);
 	memcpy(to.sll_addr, f.eth.dst, 6);
 	/* Twice: a lost DREQ is not retried by anyone. */
