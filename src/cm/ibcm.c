@@ -806,6 +806,48 @@ static void sidr_rep_out(struct uroce_ibcm_conn *c, const struct uroce_cm_sidr_r
 	uroce_ibcm_set_idle(c);
 }
 
+/* What tearing a connection down sends, by its state: core/cm.c cm_destroy_id's choice, shared by
+ * uroce_ibcm_conn_destroy (which sends it) and uroce_ibcm_will_mad (which only builds it). */
+enum teardown {
+	TD_REJ_TIMEOUT,	 /* REJ, reason timeout, the ARI naming us (CA GUID): the passive side
+			  * finds its connection by it */
+	TD_REJ_CONSUMER, /* REJ, consumer defined */
+	TD_DREQ,
+	TD_DREP,
+	TD_SIDR_REJ, /* SIDR_REP, status reject */
+	TD_IDLE,     /* nothing to send: the connection goes idle */
+	TD_LINGER,   /* nothing to send: the timer or the peer's answer ends it */
+};
+
+static enum teardown teardown_of(enum uroce_ibcm_state s)
+{
+	switch (s) {
+	case UROCE_IBCM_REQ_SENT:
+	case UROCE_IBCM_MRA_REQ_RCVD:
+		return TD_REJ_TIMEOUT;
+	case UROCE_IBCM_REQ_RCVD:
+	case UROCE_IBCM_MRA_REQ_SENT:
+	case UROCE_IBCM_REP_SENT:
+	case UROCE_IBCM_MRA_REP_RCVD:
+	case UROCE_IBCM_REP_RCVD:
+	case UROCE_IBCM_MRA_REP_SENT:
+		return TD_REJ_CONSUMER;
+	case UROCE_IBCM_ESTABLISHED:
+		return TD_DREQ;
+	case UROCE_IBCM_DREQ_RCVD:
+		return TD_DREP;
+	case UROCE_IBCM_SIDR_REQ_RCVD:
+		return TD_SIDR_REJ;
+	case UROCE_IBCM_SIDR_REQ_SENT:
+	case UROCE_IBCM_IDLE:
+		return TD_IDLE;
+	case UROCE_IBCM_DREQ_SENT:
+	case UROCE_IBCM_TIMEWAIT:
+		return TD_LINGER;
+	}
+	return TD_LINGER;
+}
+
 int uroce_ibcm_will_mad(const struct uroce_ibcm_conn *c, uint8_t *mad)
 {
 	struct uroce_cm_sidr_rep rep;
@@ -814,36 +856,27 @@ int uroce_ibcm_will_mad(const struct uroce_ibcm_conn *c, uint8_t *mad)
 
 	if (!c || !mad || c->destroyed)
 		return -EINVAL;
-	/* uroce_ibcm_conn_destroy's choice, state by state. */
-	switch (c->state) {
-	case UROCE_IBCM_REQ_SENT:
-	case UROCE_IBCM_MRA_REQ_RCVD:
+	switch (teardown_of(c->state)) {
+	case TD_REJ_TIMEOUT:
 		uroce_put_be64(ari, c->cm->cfg.ca_guid);
 		return rej_encode(c, UROCE_CM_REJ_TIMEOUT, ari, sizeof(ari), NULL, 0, mad,
 				  &timewait);
-	case UROCE_IBCM_REQ_RCVD:
-	case UROCE_IBCM_MRA_REQ_SENT:
-	case UROCE_IBCM_REP_SENT:
-	case UROCE_IBCM_MRA_REP_RCVD:
-	case UROCE_IBCM_REP_RCVD:
-	case UROCE_IBCM_MRA_REP_SENT:
+	case TD_REJ_CONSUMER:
 		return rej_encode(c, UROCE_CM_REJ_CONSUMER_DEFINED, NULL, 0, NULL, 0, mad,
 				  &timewait);
-	case UROCE_IBCM_ESTABLISHED:
+	case TD_DREQ:
 		dreq_encode(c, NULL, 0, mad);
 		return 0;
-	case UROCE_IBCM_DREQ_RCVD:
+	case TD_DREP:
 		drep_encode(c, NULL, 0, mad);
 		return 0;
-	case UROCE_IBCM_SIDR_REQ_RCVD:
+	case TD_SIDR_REJ:
 		memset(&rep, 0, sizeof(rep));
 		rep.status = IBCM_SIDR_REJECT;
 		sidr_rep_encode(c, &rep, mad);
 		return 0;
-	case UROCE_IBCM_SIDR_REQ_SENT:
-	case UROCE_IBCM_IDLE:
-	case UROCE_IBCM_DREQ_SENT:
-	case UROCE_IBCM_TIMEWAIT:
+	case TD_IDLE:
+	case TD_LINGER:
 		return -ENOENT;
 	}
 	return -ENOENT;
@@ -852,6 +885,7 @@ int uroce_ibcm_will_mad(const struct uroce_ibcm_conn *c, uint8_t *mad)
 /* core/cm.c cm_destroy_id, but ESTABLISHED and DREQ_SENT keep resending the DREQ (ibcm.h). */
 void uroce_ibcm_conn_destroy(struct uroce_ibcm_conn *c, uint64_t now)
 {
+	struct uroce_cm_sidr_rep rep;
 	struct uroce_ibcm *cm;
 	uint8_t ari[8];
 
@@ -861,42 +895,30 @@ void uroce_ibcm_conn_destroy(struct uroce_ibcm_conn *c, uint64_t now)
 	uroce_ibcm_enter(cm);
 	c->destroyed = true;
 	c->user = NULL;
-	switch (c->state) {
-	case UROCE_IBCM_REQ_SENT:
-	case UROCE_IBCM_MRA_REQ_RCVD:
-		/* The ARI names us (CA GUID): the passive side finds its conn by it. */
+	switch (teardown_of(c->state)) {
+	case TD_REJ_TIMEOUT:
 		uroce_put_be64(ari, cm->cfg.ca_guid);
 		rej_out(c, UROCE_CM_REJ_TIMEOUT, ari, sizeof(ari), NULL, 0, now);
 		break;
-	case UROCE_IBCM_REQ_RCVD:
-	case UROCE_IBCM_MRA_REQ_SENT:
-	case UROCE_IBCM_REP_SENT:
-	case UROCE_IBCM_MRA_REP_RCVD:
-	case UROCE_IBCM_REP_RCVD:
-	case UROCE_IBCM_MRA_REP_SENT:
+	case TD_REJ_CONSUMER:
 		rej_out(c, UROCE_CM_REJ_CONSUMER_DEFINED, NULL, 0, NULL, 0, now);
 		break;
-	case UROCE_IBCM_ESTABLISHED:
+	case TD_DREQ:
 		uroce_ibcm_dreq_out(c, NULL, 0, now);
 		break;
-	case UROCE_IBCM_DREQ_RCVD:
+	case TD_DREP:
 		uroce_ibcm_drep_out(c, NULL, 0, now);
 		break;
-	case UROCE_IBCM_SIDR_REQ_RCVD: {
-		struct uroce_cm_sidr_rep rep;
-
+	case TD_SIDR_REJ:
 		memset(&rep, 0, sizeof(rep));
 		rep.status = IBCM_SIDR_REJECT;
 		sidr_rep_out(c, &rep);
 		break;
-	}
-	case UROCE_IBCM_SIDR_REQ_SENT:
-	case UROCE_IBCM_IDLE:
+	case TD_IDLE:
 		uroce_ibcm_set_idle(c);
 		break;
-	case UROCE_IBCM_DREQ_SENT:
-	case UROCE_IBCM_TIMEWAIT:
-		break; /* linger: the timer or the peer's answer ends them, then they are freed */
+	case TD_LINGER:
+		break;
 	}
 	uroce_ibcm_leave(cm);
 }
