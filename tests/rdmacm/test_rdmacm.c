@@ -15,6 +15,10 @@
  * - a bind to 127.0.0.1, 127.0.0.2 or ::1 names no device (a wildcard, as on Linux), and the
  *   listener hears a client over uroce_lo;
  * - a synchronous id moved to a channel: its last event acked by the move, destroy returns;
+ * - withdrawn events: a destroyed id's unread event leaves no count on the channel fd (a
+ *   poller is not woken for nothing); a thread blocked in rdma_get_cm_event stays blocked when
+ *   another thread destroys the id and the channel under it (rping's CM thread does this), it
+ *   never returns EBADF;
  * - the channel fd: a blocking read interrupted by a signal gives EINTR, a non-blocking one
  *   EAGAIN, poll reports an event; rdma_migrate_id;
  * - bad input: wrong states, oversized private data, unknown options;
@@ -32,12 +36,14 @@
 #include <pthread.h>
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -782,6 +788,93 @@ static void test_channel_and_errors(void)
 	CHECK_EQ(strcmp(rdma_event_str(RDMA_CM_EVENT_ESTABLISHED), "RDMA_CM_EVENT_ESTABLISHED"), 0);
 }
 
+struct reader {
+	struct rdma_event_channel *ch;
+	pid_t tid;
+};
+
+/* One rdma_get_cm_event on r->ch, the event acked: 0, or the call's errno. */
+static void *event_reader(void *arg)
+{
+	struct reader *r = arg;
+	struct rdma_cm_event *ev;
+
+	__atomic_store_n(&r->tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
+	if (rdma_get_cm_event(r->ch, &ev))
+		return (void *)(intptr_t)errno;
+	rdma_ack_cm_event(ev);
+	return NULL;
+}
+
+/* Whether thread tid of this process is blocked in read(2) on fd (/proc's syscall file). */
+static bool blocked_in_read(pid_t tid, int fd)
+{
+	char path[64], line[128];
+	long nr = -1;
+	unsigned long arg0 = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	if (!fgets(line, sizeof(line), f) || sscanf(line, "%ld %lx", &nr, &arg0) != 2)
+		nr = -1;
+	fclose(f);
+	return nr == SYS_read && arg0 == (unsigned long)fd;
+}
+
+static void test_withdrawn_events(void)
+{
+	struct sockaddr_in a = sin4(next_port++);
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct pollfd p = {.events = POLLIN};
+	struct rdma_cm_id *id;
+
+	/* No reader: the destroyed id's queued event takes its count with it. */
+	CHECK(ch != NULL);
+	p.fd = ch->fd;
+	CHECK_EQ(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	CHECK_EQ(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 2000), 0);
+	CHECK_EQ(poll(&p, 1, WAIT_MS), 1);
+	CHECK_EQ(rdma_destroy_id(id), 0);
+	CHECK_EQ(poll(&p, 1, 0), 0);
+	rdma_destroy_event_channel(ch);
+
+	/* A reader blocked on the channel while the id and the channel go, with the id's event
+	 * racing them (read, or withdrawn after the reader took its count): the reader gets the
+	 * event or stays in rdma_get_cm_event until cancelled, never EBADF, and the channel is
+	 * freed with it (ASan: no leak, no use after free). */
+	for (int i = 0; i < 300; i++) {
+		struct reader r = {.ch = rdma_create_event_channel()};
+		uint64_t end = now_ms() + WAIT_MS;
+		pthread_t t;
+		void *ret = NULL;
+		pid_t tid = 0;
+
+		CHECK(r.ch != NULL);
+		if (!r.ch)
+			return;
+		CHECK_EQ(pthread_create(&t, NULL, event_reader, &r), 0);
+		while (now_ms() < end &&
+		       (!(tid = __atomic_load_n(&r.tid, __ATOMIC_ACQUIRE)) ||
+			!blocked_in_read(tid, r.ch->fd)))
+			sched_yield();
+		CHECKF(tid && blocked_in_read(tid, r.ch->fd), "round %d: the reader never blocked",
+		       i);
+		CHECK_EQ(rdma_create_id(r.ch, &id, NULL, RDMA_PS_TCP), 0);
+		CHECK_EQ(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 2000), 0);
+		CHECK_EQ(rdma_destroy_id(id), 0);
+		rdma_destroy_event_channel(r.ch);
+		pthread_cancel(t);
+		pthread_join(t, &ret);
+		CHECKF(ret == PTHREAD_CANCELED || ret == NULL, "round %d: the reader failed: %s", i,
+		       strerror((int)(intptr_t)ret));
+		if (ret != PTHREAD_CANCELED && ret != NULL)
+			return;
+	}
+}
+
 /* A synchronous id moved to a channel: its last event (ADDR_RESOLVED, in id->event) is acked by
  * the move, as rdma-core does, so that destroying the id does not wait for it. libfabric's
  * verbs provider makes its active endpoints this way (rdma_create_ep, then rdma_migrate_id to
@@ -1070,6 +1163,7 @@ int main(int argc, char **argv)
 	test_rebind_after_listener();
 	test_loopback_bind();
 	test_migrate_sync();
+	test_withdrawn_events();
 	test_ud();
 	test_sync();
 	test_unread_request();

@@ -5,6 +5,8 @@
  * takes the head of the queue, so an fd that polls readable always has an event behind it.
  */
 #include <errno.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -84,20 +86,28 @@ static void chan_free(struct cma_chan *c)
 	free(c);
 }
 
+/* Free c if it is closed and nothing uses it any more. */
+static void chan_release(struct cma_chan *c)
+{
+	if (c->closed && !c->ids && !c->readers)
+		chan_free(c);
+}
+
 void cma_chan_unuse(struct cma_chan *c, bool own)
 {
 	c->ids--;
 	if (own)
 		chan_close(c);
-	if (c->closed && !c->ids)
-		chan_free(c);
+	chan_release(c);
 }
 
 /*
  * rdma-core closes the fd and frees the channel, whatever still uses it (the kernel then
  * destroys the ids of that fd). Here the ids may still use it: it is closed, so the
- * application's calls on it fail, and freed with the last of them. A dead channel (destroyed
- * before, never created): nothing is touched; rdma-core's close(2) would fail with EBADF.
+ * application's calls on it fail, and freed with the last of them. A thread blocked in
+ * rdma_get_cm_event on it stays blocked, as one blocked in rdma-core's write(2) to the ucma
+ * file does (the file lives until that call returns). A dead channel (destroyed before, never
+ * created): nothing is touched; rdma-core's close(2) would fail with EBADF.
  */
 void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 {
@@ -109,8 +119,7 @@ void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 	c = cma_chan_find(channel);
 	if (c) {
 		chan_close(c);
-		if (!c->ids)
-			chan_free(c);
+		chan_release(c);
 	}
 	pthread_mutex_unlock(&cma_lock);
 	if (!c)
@@ -134,13 +143,30 @@ static void enqueue(struct cma_chan *ch, struct cma_event *e)
 }
 
 /*
- * Unlink the events owner counts from ch's queue, in order. The eventfd keeps their counts: a
- * reader then finds the queue shorter and reads again (rdma_get_cm_event), a poller wakes once
- * for nothing. Taking the counts back here could block, or race with a reader of the same fd.
+ * Take back n counts of withdrawn events from ch's eventfd, so that a poller is not woken for
+ * an event that is gone, as the kernel's ucma removes a destroyed id's events from its file.
+ * Only with no reader inside rdma_get_cm_event (the lock held keeps new ones out): then the
+ * count is at least the queue's length before the withdrawal, so each read finds a count and
+ * none blocks; the zero-timeout poll guards that all the same. With a reader, the counts stay:
+ * it may already hold one, finds the queue shorter and reads again.
  */
+static void uncount(struct cma_chan *ch, unsigned n)
+{
+	struct pollfd p = {.fd = ch->ch.fd, .events = POLLIN};
+	uint64_t v;
+
+	if (ch->readers)
+		return;
+	while (n-- && poll(&p, 1, 0) == 1 && (p.revents & POLLIN))
+		if (read(ch->ch.fd, &v, sizeof(v)) < 0)
+			return;
+}
+
+/* Unlink the events owner counts from ch's queue, in order, and take back their counts. */
 static struct cma_event *take(struct cma_chan *ch, const struct cma_id *owner)
 {
 	struct cma_event *taken = NULL, **tail = &taken, **pp = &ch->head, *e;
+	unsigned n = 0;
 
 	ch->tail = NULL;
 	while ((e = *pp) != NULL) {
@@ -149,11 +175,13 @@ static struct cma_event *take(struct cma_chan *ch, const struct cma_id *owner)
 			e->next = NULL;
 			*tail = e;
 			tail = &e->next;
+			n++;
 			continue;
 		}
 		ch->tail = e;
 		pp = &e->next;
 	}
+	uncount(ch, n);
 	return taken;
 }
 
@@ -221,6 +249,7 @@ void cma_event_forget(struct cma_id *id)
 void cma_event_forget_mc(struct cma_id *id, const struct cma_mc *mc)
 {
 	struct cma_event **pp, *e;
+	unsigned n = 0;
 
 	if (!id->chan)
 		return;
@@ -230,11 +259,13 @@ void cma_event_forget_mc(struct cma_id *id, const struct cma_mc *mc)
 			*pp = e->next;
 			id->events_acked++;
 			free(e);
+			n++;
 			continue;
 		}
 		id->chan->tail = e;
 		pp = &e->next;
 	}
+	uncount(id->chan, n);
 }
 
 void cma_event_move(struct cma_id *id, struct cma_chan *to)
@@ -249,37 +280,31 @@ void cma_event_move(struct cma_id *id, struct cma_chan *to)
 	}
 }
 
-/*
- * The channel is looked up again after each wait (another thread may destroy it meanwhile): a
- * dead one fails with EBADF, as rdma-core's read(2) on a destroyed channel's closed fd does.
- */
-int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
+/* A reader leaves the channel: the last one frees a closed channel. Also the cleanup of a
+ * reader cancelled in read(2) (a cancellation point, as rdma-core's write(2) is). */
+static void reader_leave(void *arg)
 {
-	struct cma_chan *c;
-	struct cma_event *e;
-	uint64_t v;
-	int fd;
+	struct cma_chan *c = arg;
 
-	if (!channel || !event) {
-		errno = EINVAL;
-		return -1;
-	}
 	pthread_mutex_lock(&cma_lock);
-	c = cma_chan_find(channel);
-	fd = c ? c->ch.fd : -1;
+	c->readers--;
+	chan_release(c);
 	pthread_mutex_unlock(&cma_lock);
-	if (!c) {
-		errno = EBADF;
-		return -1;
-	}
-	for (;;) {
+}
+
+/* Read counts from c's eventfd until one has an event behind it: the event, or NULL (errno). */
+static struct cma_event *next_event(struct cma_chan *c)
+{
+	struct cma_event *e = NULL;
+	uint64_t v;
+
+	while (!e) {
 		/* EAGAIN on a non-blocking channel; EINTR on a signal whose handler lacks
 		 * SA_RESTART, as rdma-core's write(2) to the ucma file. */
-		if (read(fd, &v, sizeof(v)) < 0)
-			return -1;
+		if (read(c->ch.fd, &v, sizeof(v)) < 0)
+			return NULL;
 		pthread_mutex_lock(&cma_lock);
-		c = cma_chan_find(channel);
-		e = c ? c->head : NULL;
+		e = c->head;
 		if (e) {
 			c->head = e->next;
 			if (!c->head)
@@ -290,16 +315,47 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
 			}
 		}
 		pthread_mutex_unlock(&cma_lock);
-		if (!c) {
-			errno = EBADF;
-			return -1;
-		}
-		if (e)
-			break;
-		/* The count of a withdrawn event (destroyed or migrated id): read again, or tell
-		 * a non-blocking caller there is nothing (EAGAIN). */
+		/* No event: the count of one withdrawn while a reader was in: read again, or
+		 * tell a non-blocking caller there is nothing (EAGAIN). */
 	}
 	e->next = NULL;
+	return e;
+}
+
+/*
+ * The caller is a reader of the channel until it returns, so the channel and its fd outlive
+ * the wait even when another thread destroys the channel meanwhile: the wait then goes on (an
+ * event of an id still on it ends it), as a thread blocked in rdma-core's write(2) to the
+ * ucma file stays blocked. A channel already destroyed: EBADF, as rdma-core's write(2) to its
+ * closed fd.
+ */
+int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
+{
+	struct cma_chan *c;
+	struct cma_event *e;
+	int saved;
+
+	if (!channel || !event) {
+		errno = EINVAL;
+		return -1;
+	}
+	pthread_mutex_lock(&cma_lock);
+	c = cma_chan_find(channel);
+	if (c)
+		c->readers++;
+	pthread_mutex_unlock(&cma_lock);
+	if (!c) {
+		errno = EBADF;
+		return -1;
+	}
+	pthread_cleanup_push(reader_leave, c);
+	e = next_event(c);
+	pthread_cleanup_pop(0);
+	saved = errno;
+	reader_leave(c);
+	errno = saved;
+	if (!e)
+		return -1;
 	*event = &e->ev;
 	return 0;
 }

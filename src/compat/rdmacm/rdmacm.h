@@ -67,9 +67,11 @@ struct cma_mc {
 struct cma_chan {
 	struct rdma_event_channel ch; /* ch.fd: eventfd (EFD_SEMAPHORE) */
 	struct cma_event *head, *tail;
-	unsigned ids; /* ids using it */
-	/* Destroyed (rdma_destroy_event_channel, or its synchronous id gone) while ids still use it:
-	 * off the live list, so the application's calls on it fail, and freed with the last id. */
+	unsigned ids;	  /* ids using it */
+	unsigned readers; /* threads inside rdma_get_cm_event on it */
+	/* Destroyed (rdma_destroy_event_channel, or its synchronous id gone) while ids or readers
+	 * still use it: off the live list, so the application's new calls on it fail, and freed
+	 * (its fd closed) with the last id and the last reader. */
 	bool closed;
 	struct cma_chan *next_chan; /* every live channel (chan.c all_chans) */
 };
