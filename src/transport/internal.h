@@ -163,6 +163,7 @@ struct uroce_rd_res {
 	uint64_t orig;	    /* atomic: original value, for replays */
 	uint32_t msn;	    /* MSN to report in the response */
 	bool sending;	    /* responses queued for transmission */
+	bool sent_once;	    /* every response went out at least once: a replay may be cut short */
 };
 
 struct uroce_req_state {

@@ -209,8 +209,11 @@ static struct uroce_rd_res *res_alloc(struct uroce_qp *qp)
 	struct uroce_resp_state *r = &qp->resp;
 	struct uroce_rd_res *res = &r->res[r->res_next];
 
-	if (res->valid && res->sending)
-		return NULL; /* more outstanding than max_dest_rd_atomic */
+	/* Still sending its first responses: more outstanding than max_dest_rd_atomic. Sending
+	 * them again for a duplicate: the requester, within its limit, has had them all and moved
+	 * on (this request is its next), so the oldest slot is taken, as rxe does. */
+	if (res->valid && res->sending && !res->sent_once)
+		return NULL;
 	uint32_t slot = r->res_next;
 
 	r->res_next = (r->res_next + 1) % r->nres;
@@ -550,6 +553,7 @@ int uroce_resp_next(struct uroce_qp *qp, struct uroce_tx_pkt *out)
 			t.aeth.msn = res->msn & UROCE_PSN_MASK;
 			t.atmack = res->orig;
 			res->sending = false;
+			res->sent_once = true;
 			return emit(qp, &t, NULL, 0, out);
 		}
 		uint32_t total = uroce_npkts(res->len, qp->mtu);
@@ -580,8 +584,10 @@ int uroce_resp_next(struct uroce_qp *qp, struct uroce_tx_pkt *out)
 		res->next_psn = uroce_psn_add(res->next_psn, 1);
 		res->va += n;
 		res->remaining -= n;
-		if (last)
+		if (last) {
 			res->sending = false;
+			res->sent_once = true;
+		}
 		return emit(qp, &t, src, n, out);
 	}
 	if (r->ack == UROCE_ACK_NONE)

@@ -15,6 +15,8 @@
  *               exactly once, in order, within 5 s of virtual time (retry_cnt 3: a forged ACK
  *               can acknowledge what B never got, B then drops A's retries as out of sequence,
  *               and only the retry limit ends that); a pair in ERR is reconnected
+ * and, scripted: ibv_query_qp's live PSNs, a UC FIRST inside an open message, a sustained
+ * stream of duplicate READs while the requester's own READs go on.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -592,7 +594,9 @@ static void scenario_requester(uint64_t seed, int npkts)
 /* ---- scripted: what the hostile traffic wedged, one case each ------------------------------ */
 
 /* Feed one hand-made packet to node `to` as if from its peer, through the network. */
-static void inject(struct hx *h, int from, struct uroce_tpkt *t, const uint8_t *payload)
+/* Send t (with payload) from `from` to the other node, then run the network for dt. */
+static void inject_for(struct hx *h, int from, struct uroce_tpkt *t, const uint8_t *payload,
+		       uint64_t dt)
 {
 	struct uroce_av av;
 	uint8_t hdr[UROCE_TX_HDR_MAX];
@@ -603,7 +607,12 @@ static void inject(struct hx *h, int from, struct uroce_tpkt *t, const uint8_t *
 	CHECK_EQ(sim_send(&h->s.net, from, &av, hdr, (uint32_t)hl, payload, t->payload_len,
 			  uroce_pad_len(t->payload_len), 0x99, t->bth.dqpn),
 		 0);
-	sim_run_for(&h->s.net, 20 * US);
+	sim_run_for(&h->s.net, dt);
+}
+
+static void inject(struct hx *h, int from, struct uroce_tpkt *t, const uint8_t *payload)
+{
+	inject_for(h, from, t, payload, 20 * US);
 }
 
 /* ibv_query_qp's PSNs are the live ones: the responder's expected PSN after traffic, the
@@ -680,6 +689,101 @@ static void test_uc_first_inside_message(void)
 	hx_fini(&h);
 }
 
+/*
+ * A sustained stream of duplicate READ requests (IBTA 9.9.3.1.3: each one restarts the
+ * responses from its PSN), for the whole READ and from its middle, 1 us apart, while the
+ * requester's own READs go on: the responder replays each from the one read resource the READ
+ * holds, and the requester's new READs take the resources in turn, the replayed one too when
+ * its turn comes (a replay does not make them fail as over the limit); every READ the
+ * requester posted completes, in order, with the right bytes, and both QPs answer afterwards.
+ */
+static void test_duplicate_read_stream(void)
+{
+	const uint32_t len = 64 * 1024; /* 64 responses at the path MTU of 1024 */
+	const int ndup = 2000;
+	struct hx h;
+	struct uroce_tpkt t;
+	struct uroce_wc wc;
+	uint32_t first;
+	uint64_t replayed, unexpected;
+	int posted = 0, done = 0;
+
+	cur_test = "a stream of duplicate READs";
+	hx_init(&h, 9, 7);
+	live_setup(&h, A, false);
+	live_setup(&h, B, false);
+	sim_pattern(h.m[B].buf, len, 41);
+	first = expected_psn(h.rc[B].qp);
+	CHECK_EQ(sim_post_write(h.rc[A].qp, 0, UROCE_WR_RDMA_READ, &h.m[A], 0, len,
+				simmr_va(&h.m[B], 0), h.m[B].rkey, UROCE_SEND_SIGNALED, 0),
+		 0);
+	posted++;
+	CHECK(sim_run_for(&h.s.net, 10 * MS) == SIM_QUIESCENT);
+	memset(&t, 0, sizeof(t));
+	t.bth.opcode = UROCE_OP_RC_READ_REQ;
+	t.bth.pkey = UROCE_DEFAULT_PKEY;
+	t.bth.dqpn = uroce_qp_num(h.rc[B].qp);
+	t.bth.ackreq = true;
+	t.reth.va = simmr_va(&h.m[B], 0);
+	t.reth.rkey = h.m[B].rkey;
+	t.reth.len = len;
+	replayed = cnt(&h, B, UROCE_CNT_READ_REPLAYED);
+	unexpected = cnt(&h, B, UROCE_CNT_DROP_UNEXPECTED);
+	for (int i = 0; i < ndup; i++) {
+		uint32_t k = i % 3 ? 0 : (uint32_t)(i % 64);
+
+		/* from response k on: the RETH of that point, as a requester resuming sends */
+		t.bth.psn = uroce_psn_add(first, k);
+		t.reth.va = simmr_va(&h.m[B], (size_t)k * 1024);
+		t.reth.len = len - k * 1024;
+		inject_for(&h, A, &t, NULL, 1 * US);
+		if (i % 200 == 100) { /* a READ of the requester's own, 4 KiB of B's next bytes */
+			size_t off = len + (size_t)(posted % 8) * 4096;
+
+			sim_pattern(h.m[B].buf + off, 4096, 100 + (uint64_t)posted);
+			CHECK_EQ(sim_post_write(h.rc[A].qp, (uint64_t)posted, UROCE_WR_RDMA_READ,
+						&h.m[A], off, 4096, simmr_va(&h.m[B], off),
+						h.m[B].rkey, UROCE_SEND_SIGNALED, 0),
+				 0);
+			posted++;
+		}
+		while (uroce_cq_poll(h.rc[A].scq, 1, &wc) == 1) {
+			CHECKF(wc.wr_id == (uint64_t)done && wc.status == UROCE_WC_SUCCESS,
+			       "READ %llu status %d, expected READ %d", (unsigned long long)wc.wr_id,
+			       wc.status, done);
+			done++;
+		}
+	}
+	/* Replayed while the READ holds its resource; dropped once the requester's fourth new READ
+	 * took it (max_dest_rd_atomic 4): a requester within its limit is done with it then. */
+	CHECK_GT(cnt(&h, B, UROCE_CNT_READ_REPLAYED) - replayed, 0);
+	CHECK_EQ(cnt(&h, B, UROCE_CNT_READ_REPLAYED) - replayed +
+			 cnt(&h, B, UROCE_CNT_DROP_UNEXPECTED) - unexpected,
+		 (uint64_t)ndup);
+	CHECK(sim_run_for(&h.s.net, 100 * MS) == SIM_QUIESCENT);
+	while (uroce_cq_poll(h.rc[A].scq, 1, &wc) == 1) {
+		CHECKF(wc.wr_id == (uint64_t)done && wc.status == UROCE_WC_SUCCESS,
+		       "READ %llu status %d, expected READ %d", (unsigned long long)wc.wr_id,
+		       wc.status, done);
+		if (wc.wr_id)
+			CHECK(sim_pattern_ok(h.m[A].buf + len + (size_t)(wc.wr_id % 8) * 4096, 4096,
+					     100 + wc.wr_id));
+		done++;
+	}
+	CHECK_EQ(done, posted);
+	CHECK(sim_pattern_ok(h.m[A].buf, len, 41));
+	CHECK_EQ(uroce_qp_state(h.rc[A].qp), UROCE_QPS_RTS);
+	CHECK_EQ(uroce_qp_state(h.rc[B].qp), UROCE_QPS_RTS);
+	check_live(&h, ndup);
+	printf("  %d duplicate READs of 64 KiB: %llu replays, %llu after its resource went, B sent "
+	       "%llu packets, A dropped %llu duplicate responses, %d READs of A's completed\n",
+	       ndup, (unsigned long long)(cnt(&h, B, UROCE_CNT_READ_REPLAYED) - replayed),
+	       (unsigned long long)(cnt(&h, B, UROCE_CNT_DROP_UNEXPECTED) - unexpected),
+	       (unsigned long long)cnt(&h, B, UROCE_CNT_SENT_PKTS),
+	       (unsigned long long)cnt(&h, A, UROCE_CNT_DROP_DUPLICATE_RESP), done);
+	hx_fini(&h);
+}
+
 int main(int argc, char **argv)
 {
 	const char *only = argc > 1 ? argv[1] : NULL;
@@ -696,6 +800,8 @@ int main(int argc, char **argv)
 		test_query_live_psn();
 	if (!only || !strcmp(only, "uc_first_inside_message"))
 		test_uc_first_inside_message();
+	if (!only || !strcmp(only, "duplicate_read_stream"))
+		test_duplicate_read_stream();
 	for (int i = 0; i < nseeds; i++)
 		if (!only || !strcmp(only, "responder"))
 			scenario_responder(seeds[i], n);
