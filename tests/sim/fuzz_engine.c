@@ -94,44 +94,13 @@ static void live_wc(void *arg, const struct uroce_wc *wc)
 /* The QPs the liveness invariant watches: RC on both nodes, UC and UD on B. */
 static void live_setup(struct fz *f)
 {
-	struct live_qp l;
-
 	live_init(&f->live, &f->s.net);
 	f->live.on_wc = live_wc;
 	f->live.on_wc_arg = f;
-	for (int i = 0; i < 2; i++) {
-		memset(&l, 0, sizeof(l));
-		l.node = i;
-		l.peer = !i;
-		l.qp = f->q[i].qp;
-		l.mem = f->m[i].buf + PROBE_RC;
-		l.va = simmr_va(&f->m[i], PROBE_RC);
-		l.rkey = f->m[i].rkey;
-		l.recv_va = simmr_va(&f->m[i], PROBE_RC_RECV);
-		l.recv_lkey = f->m[i].lkey;
-		l.rcq = f->q[i].rcq;
-		live_add(&f->live, &l);
-	}
-	memset(&l, 0, sizeof(l));
-	l.node = B;
-	l.peer = A;
-	l.qp = f->uc[B].qp;
-	l.mem = f->m[B].buf + PROBE_UC;
-	l.va = simmr_va(&f->m[B], PROBE_UC);
-	l.rkey = f->m[B].rkey;
-	l.recv_va = simmr_va(&f->m[B], PROBE_UC_RECV);
-	l.recv_lkey = f->m[B].lkey;
-	l.rcq = f->uc[B].rcq;
-	live_add(&f->live, &l);
-	memset(&l, 0, sizeof(l));
-	l.node = B;
-	l.peer = A;
-	l.qp = f->ud.qp;
-	l.peer_qpn = 0x99;
-	l.recv_va = simmr_va(&f->mud, 0);
-	l.recv_lkey = f->mud.lkey;
-	l.rcq = f->ud.rcq;
-	live_add(&f->live, &l);
+	for (int i = 0; i < 2; i++)
+		live_add_conn(&f->live, &f->q[i], &f->m[i], PROBE_RC, PROBE_RC_RECV);
+	live_add_conn(&f->live, &f->uc[B], &f->m[B], PROBE_UC, PROBE_UC_RECV);
+	live_add_ud(&f->live, &f->ud, 0x99, &f->mud);
 }
 
 /* The pair, its regions, receives on B, and work outstanding on A. */

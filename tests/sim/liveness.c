@@ -32,6 +32,40 @@ int live_add(struct live_set *s, const struct live_qp *q)
 	return s->n++;
 }
 
+int live_add_conn(struct live_set *s, const struct simqp *q, const struct simmr *m,
+		  size_t probe_off, size_t recv_off)
+{
+	struct live_qp l;
+
+	memset(&l, 0, sizeof(l));
+	l.node = q->node;
+	l.peer = !q->node;
+	l.qp = q->qp;
+	l.mem = m->buf + probe_off;
+	l.va = simmr_va(m, probe_off);
+	l.rkey = m->rkey;
+	l.recv_va = simmr_va(m, recv_off);
+	l.recv_lkey = m->lkey;
+	l.rcq = q->rcq;
+	return live_add(s, &l);
+}
+
+int live_add_ud(struct live_set *s, const struct simqp *q, uint32_t peer_qpn,
+		const struct simmr *m)
+{
+	struct live_qp l;
+
+	memset(&l, 0, sizeof(l));
+	l.node = q->node;
+	l.peer = !q->node;
+	l.qp = q->qp;
+	l.peer_qpn = peer_qpn;
+	l.recv_va = simmr_va(m, 0);
+	l.recv_lkey = m->lkey;
+	l.rcq = q->rcq;
+	return live_add(s, &l);
+}
+
 void live_events(struct live_set *s)
 {
 	struct uroce_event ev;

@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "simenv.h"
 #include "simlink.h"
 #include "transport/engine.h"
 
@@ -67,6 +68,15 @@ struct live_set {
 void live_init(struct live_set *s, struct sim_net *net);
 /* Watch a QP (copied; the module's fields reset). Returns its index or -ENOSPC. */
 int live_add(struct live_set *s, const struct live_qp *q);
+/*
+ * Watch q, an RC or UC QP connected to the other of two nodes: its probes write at byte
+ * probe_off of region m and SEND into a receive at recv_off (q->rcq). Returns as live_add.
+ */
+int live_add_conn(struct live_set *s, const struct simqp *q, const struct simmr *m,
+		  size_t probe_off, size_t recv_off);
+/* Watch q, a UD QP: probes come from the other node's QP peer_qpn into receives in m. */
+int live_add_ud(struct live_set *s, const struct simqp *q, uint32_t peer_qpn,
+		const struct simmr *m);
 /* Take every pending event of every engine on the network, noting the QPs they name. */
 void live_events(struct live_set *s);
 /*

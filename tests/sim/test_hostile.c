@@ -68,36 +68,11 @@ static void post_recvs(struct hx *h, struct simqp *q, int n, size_t base)
 
 static void live_setup(struct hx *h, int node, bool with_others)
 {
-	struct live_qp l;
-
-	memset(&l, 0, sizeof(l));
-	l.node = node;
-	l.peer = !node;
-	l.qp = h->rc[node].qp;
-	l.mem = h->m[node].buf + PROBE_RC;
-	l.va = simmr_va(&h->m[node], PROBE_RC);
-	l.rkey = h->m[node].rkey;
-	l.recv_va = simmr_va(&h->m[node], PROBE_RC_RECV);
-	l.recv_lkey = h->m[node].lkey;
-	l.rcq = h->rc[node].rcq;
-	live_add(&h->live, &l);
+	live_add_conn(&h->live, &h->rc[node], &h->m[node], PROBE_RC, PROBE_RC_RECV);
 	if (!with_others)
 		return;
-	l.qp = h->uc[node].qp;
-	l.mem = h->m[node].buf + PROBE_UC;
-	l.va = simmr_va(&h->m[node], PROBE_UC);
-	l.recv_va = simmr_va(&h->m[node], PROBE_UC_RECV);
-	l.rcq = h->uc[node].rcq;
-	live_add(&h->live, &l);
-	memset(&l, 0, sizeof(l));
-	l.node = node;
-	l.peer = !node;
-	l.qp = h->ud[node].qp;
-	l.peer_qpn = uroce_qp_num(h->ud[!node].qp);
-	l.recv_va = simmr_va(&h->mud, 0);
-	l.recv_lkey = h->mud.lkey;
-	l.rcq = h->ud[node].rcq;
-	live_add(&h->live, &l);
+	live_add_conn(&h->live, &h->uc[node], &h->m[node], PROBE_UC, PROBE_UC_RECV);
+	live_add_ud(&h->live, &h->ud[node], uroce_qp_num(h->ud[!node].qp), &h->mud);
 }
 
 static void hx_init(struct hx *h, uint64_t seed, uint8_t retry)
