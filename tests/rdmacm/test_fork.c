@@ -5,10 +5,13 @@
  * open). On 127.0.0.1 (uroce_lo; a network namespace of its own when root, in_netns.sh):
  * - the parent holds an RC connection of its own (both ends) with SENDs of 4 KiB running in a
  *   thread, every byte checked, and a listener;
- * - it forks children, one after the other, while that traffic runs. Each child scribbles over
- *   its copies of the parent's registered buffers, then connects to the parent's listener with
- *   a CM of its own, sends a message, disconnects and exits (exit(), so the library's exit
- *   handlers run in it), or ends with _exit() at once;
+ * - once that traffic runs (its first message received), it forks children, one after the
+ *   other. Not before: ASan's allocator has no fork handlers before LLVM 18 (Debian 12's gcc and
+ *   clang), so a lock that the traffic thread holds while it starts (ASan's set-up of a thread
+ *   allocates) stays held in the child, whose own threads then hang as they start. Each child
+ *   scribbles over its copies of the parent's registered buffers, then connects to the parent's
+ *   listener with a CM of its own, sends a message, disconnects and exits (exit(), so the
+ *   library's exit handlers run in it), or ends with _exit() at once;
  * - the parent accepts each child, checks its message and sees it disconnect; its own
  *   connection's traffic stays byte-exact throughout, and works after the last child is gone.
  * Every wait is bounded: a child that hangs (the library's locks or threads inherited in a bad
@@ -112,6 +115,7 @@ struct own {
 	atomic_bool stop;
 	uint64_t limit;		      /* stop posting at this many sent; 0: at stop only */
 	uint64_t sent, received, bad; /* the traffic thread's */
+	int running_fd; /* written to and closed at the first message received; -1: done */
 };
 
 static bool post_recv(struct own *o, unsigned slot)
@@ -168,6 +172,11 @@ static void *traffic(void *arg)
 			o->received++;
 			if (!post_recv(o, slot))
 				o->bad++;
+		}
+		if (o->received && o->running_fd >= 0) {
+			o->bad += write(o->running_fd, "r", 1) != 1;
+			close(o->running_fd);
+			o->running_fd = -1;
 		}
 		if (n > 0 || (completed == o->sent && o->received == o->sent))
 			last = now_ms();
@@ -328,12 +337,18 @@ int main(void)
 	struct rdma_cm_id *listener = NULL;
 	static struct own o;
 	pthread_t t;
+	int running[2];
 
-	if (!lch || !cch || !own_connect(lch, cch, &listener, &o)) {
+	if (!lch || !cch || !own_connect(lch, cch, &listener, &o) || pipe(running)) {
 		fprintf(stderr, "set-up failed (is uroce_lo there?)\n");
 		return 1;
 	}
+	o.running_fd = running[1];
 	pthread_create(&t, NULL, traffic, &o);
+	struct pollfd rp = {.fd = running[0], .events = POLLIN};
+
+	CHECKF(poll(&rp, 1, WAIT_MS) == 1, "the parent's traffic runs before the first fork");
+	close(running[0]);
 	for (int n = 0; n < CHILDREN; n++) {
 		pid_t pid = fork();
 
