@@ -148,13 +148,19 @@ kill_job() { # JOB NAME
 }
 
 PORT=7200
-phase_connect_srv() {
+# On a new port, a server in b (mode SMODE) and, once it listens, a client in a (mode CMODE):
+# s/so the server's job and output, c/co the client's.
+start_pair() { # SMODE CMODE PHASE
 	PORT=$((PORT + 1))
-	start b -l "$ADDR" -p $PORT -m hold
-	local s=$job so=$out
-	wait_line "$so" '^listening' $s "connect-srv"
-	start a -c "$ADDR" -p $PORT -m run
-	local c=$job co=$out
+	start b -l "$ADDR" -p $PORT -m "$1"
+	s=$job so=$out
+	wait_line "$so" '^listening' $s "$3"
+	start a -c "$ADDR" -p $PORT -m "$2"
+	c=$job co=$out
+}
+
+phase_connect_srv() {
+	start_pair hold run connect-srv
 	wait_line "$so" '^request' $s "connect-srv"
 	kill_job $s cm_death
 	survivor connect-srv $c "$co" "$T0" $CM_LIMIT_MS 3 'event RDMA_CM_EVENT_(REJECTED|UNREACHABLE)'
@@ -162,12 +168,7 @@ phase_connect_srv() {
 }
 
 phase_connect_cli() {
-	PORT=$((PORT + 1))
-	start b -l "$ADDR" -p $PORT -m run
-	local s=$job so=$out
-	wait_line "$so" '^listening' $s "connect-cli"
-	start a -c "$ADDR" -p $PORT -m nortu
-	local c=$job co=$out
+	start_pair run nortu connect-cli
 	wait_line "$co" '^response' $c "connect-cli"
 	kill_job $c cm_death
 	survivor connect-cli $s "$so" "$T0" $CM_LIMIT_MS 3 'event RDMA_CM_EVENT_(REJECTED|UNREACHABLE|CONNECT_ERROR)'
@@ -178,12 +179,7 @@ phase_connect_cli() {
 WILLS=0     # DREQs only a will can have sent
 REJ_WILLS=0 # REJs likewise
 phase_transfer() { # srv|cli
-	PORT=$((PORT + 1))
-	start b -l "$ADDR" -p $PORT -m run
-	local s=$job so=$out
-	wait_line "$so" '^listening' $s "transfer-$1"
-	start a -c "$ADDR" -p $PORT -m run
-	local c=$job co=$out
+	start_pair run run "transfer-$1"
 	wait_line "$co" '^rounds 100$' $c "transfer-$1"
 	local v=$s w=$c wo=$co
 	[ "$1" = cli ] && v=$c w=$s wo=$so
@@ -193,12 +189,7 @@ phase_transfer() { # srv|cli
 }
 
 phase_disc() {
-	PORT=$((PORT + 1))
-	start b -l "$ADDR" -p $PORT -m nodrep
-	local s=$job so=$out
-	wait_line "$so" '^listening' $s "disc"
-	start a -c "$ADDR" -p $PORT -m disc
-	local c=$job co=$out
+	start_pair nodrep disc disc
 	wait_line "$so" 'event RDMA_CM_EVENT_DISCONNECTED' $s "disc"
 	kill_job $s cm_death
 	survivor disc $c "$co" "$T0" $CM_LIMIT_MS 0 'event RDMA_CM_EVENT_DISCONNECTED'
@@ -224,12 +215,7 @@ will_of() { # NS PID
 }
 
 phase_verbs() {
-	PORT=$((PORT + 1))
-	start b -l "$ADDR" -p $PORT -m verbs
-	local s=$job so=$out
-	wait_line "$so" '^listening' $s "verbs"
-	start a -c "$ADDR" -p $PORT -m verbs
-	local c=$job co=$out
+	start_pair verbs verbs verbs
 	wait_line "$co" '^rounds 100$' $c "verbs"
 	# A raw verbs program has no last will: the server's is ended first (it is the test's, as
 	# a child of the server), so that only the client's QP can tell.
