@@ -42,11 +42,15 @@
  * How long after an application thread's last poll round its lease lasts. While it polls, the
  * progress thread wakes about this often to look whether the lease still holds (plus the
  * kernel's timer slack); an application that stops polling waits about this long for what it
- * did not poll for (ib_write_lat watches memory for the peer's RDMA WRITE, which makes no
- * completion, and only the progress thread can receive it). Shorter, the progress thread's
- * wake-ups take CPU from the application; longer, a thread that stopped polling waits longer.
+ * did not poll for. Each such wake-up takes a CPU from a busy-polling thread (two polling
+ * processes on two CPUs: one of them stops for it), so it is long: a program that polls its
+ * CQs continuously (UCX, MPI, perftest) then receives everything itself. A program that polls
+ * for its completion and then watches memory for the peer's RDMA WRITE (ib_write_lat) gets that
+ * WRITE in its next poll, behind the ACK its peer holds for its next post
+ * (UROCE_PACE_REPLY_HOLD_NS); only a program that stops polling for good waits this long, and
+ * one that sleeps on a completion channel ends its lease when it arms it.
  */
-#define UROCE_PACE_LEASE_NS 30000ull /* 30 us */
+#define UROCE_PACE_LEASE_NS 1000000ull /* 1 ms */
 
 /*
  * Posting extends the lease of a thread that polls, within this long after its last poll round:

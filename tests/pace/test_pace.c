@@ -281,14 +281,14 @@ struct scenario {
 
 static const struct step streak[] = {
 	TAKE_LEASE(T),
-	FOUND(T + 90 * US, T + 90 * US + L),   /* a poll that finds completions renews it */
-	HOLD_OFF(T + 100 * US, 0, 20 * US),    /* the progress thread sleeps through it */
-	HOLD_OFF(T + 130 * US, 0, 0),	       /* lapsed: it plans */
-	HOLD_OFF(T + 130 * US, 1, L),	       /* lapsed, but the poller waits for the lock */
-	FOUND(T + 150 * US, T + 150 * US + L), /* the streak holds: it takes it again */
-	ARM(true),			       /* arming a channel ends it */
-	HOLD_OFF(T + 160 * US, 1, 0),
-	FOUND(T + 170 * US, 0), /* and the streak starts again */
+	FOUND(T + 90 * US, T + 90 * US + L),	/* a poll that finds completions renews it */
+	HOLD_OFF(T + 100 * US, 0, L - 10 * US), /* the progress thread sleeps through it */
+	HOLD_OFF(T + 90 * US + L, 0, 0),	/* lapsed: it plans */
+	HOLD_OFF(T + 90 * US + L, 1, L),	/* lapsed, but the poller waits for the lock */
+	FOUND(T + 110 * US + L, T + 110 * US + 2 * L), /* the thread polls again: it takes it back */
+	ARM(true),				       /* arming a channel ends it */
+	HOLD_OFF(T + 120 * US + L, 1, 0),
+	FOUND(T + 130 * US + L, 0), /* and the streak starts again */
 	ARM(false),
 };
 
@@ -311,7 +311,7 @@ static const struct step gap[] = {
 	POSTED(T + 223 * US, false, false, NEVER, false),
 	POLL(T + 320 * US, T + 321 * US + L), /* the gap runs from the post's end */
 	POLL(T + 422 * US, T + 321 * US + L), /* a gap breaks the streak, not the lease */
-	HOLD_OFF(T + 422 * US, 0, 0),
+	HOLD_OFF(T + 422 * US, 0, L - 101 * US),
 };
 
 static const struct step burst[] = {
@@ -363,9 +363,9 @@ static const struct step sleeps[] = {
 	PLAN(T, NEVER, true, false, 0, 1),			  /* packets to send */
 	PLAN(T, NEVER, false, true, 0, 1),			  /* packets left to receive */
 	TAKE_LEASE(T),
-	PLAN(T + 90 * US, NEVER, false, false, 21 * US, 0), /* leased: timers only, to its end */
+	PLAN(T + 90 * US, NEVER, false, false, L - 9 * US, 0), /* leased: timers only, to its end */
 	PLAN(T + 90 * US, T + 100 * US, false, false, 10 * US, 0), /* or an earlier timer */
-	PLAN(T + 111 * US, NEVER, false, false, UROCE_PACE_SLEEP_MAX_NS, 1), /* lapsed */
+	PLAN(T + 81 * US + L, NEVER, false, false, UROCE_PACE_SLEEP_MAX_NS, 1), /* lapsed */
 };
 
 static const struct step busy[] = {
