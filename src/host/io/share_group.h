@@ -34,12 +34,15 @@
  *   takes what the program would give its index, with d = the first CM member in file order.
  *   Between a change and the moment the others re-attach (their progress thread wakes on the
  *   inotify event: milliseconds), a CM MAD may reach two processes or none; the CM retransmits.
+ * - fork(): the child closes its copies of the sockets at once (host/ctx.c), so a socket's last
+ *   reference stays its owner's and it leaves the group when its owner dies.
  * - Limits (not handled): members that die together before a survivor notices are pruned in
  *   file order, which may differ from the order in which the kernel closed their sockets; a
- *   socket inherited over fork() outlives its owner's pid and stays in the group while the file
- *   says it is gone; all processes of a group must use the same run-time directory and the same
- *   user (the kernel refuses a socket of another user: EADDRINUSE), and see each other's pids
- *   (one pid namespace).
+ *   process that execs keeps its pid and start time while the kernel closes its sockets
+ *   (SOCK_CLOEXEC), so the others keep it in the file and the member moved into its place is
+ *   steered to the wrong index until the next change; all processes of a group must use the
+ *   same run-time directory and the same user (the kernel refuses a socket of another user:
+ *   EADDRINUSE), and see each other's pids (one pid namespace).
  * - Errors are 0 or a negative errno. Nothing here is called per packet.
  */
 #ifndef UROCE_HOST_IO_SHARE_GROUP_H
