@@ -61,6 +61,7 @@ struct uroce_ctx {
 	/* The pacing (pace/pace.h): under the lock, but for the lease, which the progress thread
 	 * reads without it. */
 	struct uroce_pace pace;
+	uint64_t round_end; /* when the last poll round ended */
 
 	/* The progress thread and what its rounds leave for the next. */
 	struct {
@@ -479,7 +480,7 @@ static void round_at(struct uroce_ctx *c, uint64_t now, bool tx)
 
 /* An application thread's poll round: receive, timers, and transmit unless the pacing keeps
  * what the round makes for the thread's next call (uroce_pace_poll_round_sends). Lock held. */
-static void poll_round(struct uroce_ctx *c)
+static uint64_t poll_round(struct uroce_ctx *c)
 {
 	uint64_t now = mono_ns();
 	bool pending = uroce_eng_tx_pending(c->eng);
@@ -487,9 +488,12 @@ static void poll_round(struct uroce_ctx *c)
 					      pending && uroce_eng_tx_acks_only(c->eng));
 
 	round_at(c, now, tx);
+	uint64_t end = mono_ns();
+
 	if (!tx)
-		keep_acks(c);
-	uroce_pace_poll_ended(&c->pace, now, mono_ns());
+		uroce_pace_kept(&c->pace, end, uroce_eng_tx_acks_only(c->eng));
+	uroce_pace_poll_ended(&c->pace, now, end);
+	return end;
 }
 
 bool uroce_ctx_polled(struct uroce_ctx *c, enum uroce_ctx_poll what)
@@ -501,10 +505,11 @@ bool uroce_ctx_polled(struct uroce_ctx *c, enum uroce_ctx_poll what)
 		uroce_pace_poll_found(&c->pace, mono_ns());
 		return false;
 	case UROCE_CTX_POLL_EMPTY:
-		poll_round(c);
+		c->round_end = poll_round(c);
 		return true;
 	case UROCE_CTX_POLL_STILL_EMPTY:
-		if (uroce_pace_acks_wait(&c->pace, mono_ns(), uroce_eng_tx_acks_only(c->eng)))
+		/* The CQ was polled again right after the round: the round's end is the time. */
+		if (uroce_pace_acks_wait(&c->pace, c->round_end, uroce_eng_tx_acks_only(c->eng)))
 			drain_events(c);
 		else
 			uroce_ctx_poll_idle(c);
@@ -515,8 +520,10 @@ bool uroce_ctx_polled(struct uroce_ctx *c, enum uroce_ctx_poll what)
 
 void uroce_ctx_poll_idle(struct uroce_ctx *c)
 {
-	if (!c->orphan)
+	if (!c->orphan && uroce_eng_tx_pending(c->eng))
 		do_tx(c, mono_ns());
+	else if (!c->orphan)
+		uroce_pace_sent(&c->pace); /* nothing held, nothing waits */
 	drain_events(c);
 }
 

@@ -424,11 +424,28 @@ void uroce_comp_rx(struct uroce_qp *qp, const struct uroce_tpkt *t)
 	}
 }
 
+/*
+ * The WQEs sent last asked for no ACK (req.c ack_due) and nothing asked since: send the last
+ * packet sent again, asking; the responder ACKs the duplicate with everything it received. No
+ * retry is spent: nothing is known to be lost.
+ */
+static void ask(struct uroce_qp *qp)
+{
+	if (!qp->req.unasked || !outstanding(qp) ||
+	    (qp->attr.qp_state != UROCE_QPS_RTS && qp->attr.qp_state != UROCE_QPS_SQD))
+		return;
+	uroce_req_retry(qp, uroce_psn_add(qp->req.psn_max, 0xFFFFFF));
+}
+
 void uroce_comp_timer(struct uroce_qp *qp, uint64_t now)
 {
 	if (qp->req.rnr_until && qp->req.rnr_until <= now) {
 		qp->req.rnr_until = 0;
 		uroce_qp_schedule(qp);
+	}
+	if (qp->comp.ask_at <= now) {
+		qp->comp.ask_at = UROCE_NEVER;
+		ask(qp);
 	}
 	if (qp->comp.timeout_at > now)
 		return;

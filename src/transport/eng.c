@@ -191,7 +191,7 @@ void uroce_qp_unschedule(struct uroce_qp *qp)
 /* When the first timer of qp runs out, or UROCE_NEVER. */
 static uint64_t qp_deadline(const struct uroce_qp *qp)
 {
-	uint64_t d = qp->comp.timeout_at;
+	uint64_t d = qp->comp.timeout_at < qp->comp.ask_at ? qp->comp.timeout_at : qp->comp.ask_at;
 
 	return qp->req.rnr_until && qp->req.rnr_until < d ? qp->req.rnr_until : d;
 }

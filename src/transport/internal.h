@@ -31,6 +31,9 @@
 #define UROCE_MAX_UNACKED_PSNS	512
 #define UROCE_MAX_UNACKED_BYTES (1u << 20)
 #define UROCE_MAX_PKT_PER_ACK	64 /* AckReq at least this often (rxe_param.h) */
+/* How long after a WQE's last packet went out without AckReq the requester asks for its ACK,
+ * when nothing asked for one since (req.c ack_due). */
+#define UROCE_ACK_ASK_NS 100000ull /* 100 us */
 #define UROCE_TX_BOUNCE		64 /* packets per uroce_eng_tx call that may need a bounce copy */
 #define UROCE_TX_BOUNCE_SIZE	4096
 
@@ -171,6 +174,8 @@ struct uroce_req_state {
 	uint32_t psn_max;	 /* one past the highest PSN sent: below it is a retransmission */
 	uint32_t offset;	 /* bytes of sq.cur already sent */
 	uint32_t noack_pkts;	 /* packets since the last AckReq */
+	uint32_t noack_wqes;	 /* WQEs sent whole since the last AckReq */
+	bool unasked;		 /* the last WQE sent whole did not ask for its ACK */
 	uint32_t rd_atomic;	 /* outstanding reads and atomics */
 	uint64_t rnr_until;	 /* blocked by an RNR NAK until then, else 0 */
 	bool need_retry;
@@ -179,6 +184,7 @@ struct uroce_req_state {
 struct uroce_comp_state {
 	uint32_t psn;		/* oldest unacknowledged PSN */
 	uint64_t timeout_at;	/* local ACK timeout deadline, or UROCE_NEVER */
+	uint64_t ask_at;	/* when to ask for the ACK of req.unasked WQEs, or UROCE_NEVER */
 	uint8_t retry_left;
 	uint8_t rnr_retry_left;
 	uint32_t rd_retry_psn;	/* read response gap already answered by a retry at this PSN */

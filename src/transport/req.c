@@ -128,14 +128,35 @@ static int req_payload(struct uroce_qp *qp, struct uroce_swqe *w, uint32_t off, 
 	return 0;
 }
 
-/* RC: does this packet ask for an ACK? The last of a WQE does, and at least every
- * UROCE_MAX_PKT_PER_ACK-th. */
-static bool ack_due(struct uroce_qp *qp, bool last)
+/*
+ * RC: does this packet ask for an ACK (AckReq)? A responder ACKs only such packets (IBTA
+ * 9.7.5.1.2; rxe too), and an ACK covers every PSN before its own. Asked for: at least every
+ * UROCE_MAX_PKT_PER_ACK-th packet (the window moves on), and the last packet of a WQE whose
+ * completion the application wants (signaled; a READ's or an atomic's response is its ACK
+ * anyway), of a WQE sent again, or of the WQE that makes half the send queue sent since the
+ * last AckReq (their slots come back before the queue fills). An unsignaled WQE's last packet asks
+ * for nothing: a ping-pong of unsignaled SENDs (UCX asks for a completion every 64th) costs one
+ * datagram per message instead of two (the message and its ACK). What a burst leaves unasked at
+ * its end is asked for UROCE_ACK_ASK_NS later (uroce_comp_timer: the last packet again, with
+ * AckReq), so that the WQEs retire and later completions come.
+ */
+static bool ack_due(struct uroce_qp *qp, const struct uroce_swqe *w, bool last, bool again)
 {
-	if (!last && ++qp->req.noack_pkts < UROCE_MAX_PKT_PER_ACK)
-		return false;
-	qp->req.noack_pkts = 0;
-	return true;
+	if (++qp->req.noack_pkts >= UROCE_MAX_PKT_PER_ACK ||
+	    (last && (w->signaled || again || wqe_is_rd_atomic(w) ||
+		      ++qp->req.noack_wqes >= (qp->sq.max_wr + 1) / 2))) {
+		qp->req.noack_pkts = 0;
+		qp->req.noack_wqes = 0;
+		qp->req.unasked = false;
+		qp->comp.ask_at = UROCE_NEVER;
+		return true;
+	}
+	if (last && !qp->req.unasked) {
+		qp->req.unasked = true;
+		qp->comp.ask_at = qp->eng->now + UROCE_ACK_ASK_NS;
+		uroce_qp_timed(qp);
+	}
+	return false;
 }
 
 /* The packet at qp->req.psn is out: n PSNs further (an RC packet below psn_max is a resend). */
@@ -276,7 +297,8 @@ int uroce_req_next(struct uroce_qp *qp, struct uroce_tx_pkt *out)
 	     w->wr.opcode == UROCE_WR_RDMA_WRITE_WITH_IMM))
 		t.bth.se = true;
 	if (rc)
-		t.bth.ackreq = ack_due(qp, last);
+		t.bth.ackreq = ack_due(qp, w, last,
+				       uroce_psn_before(qp->req.psn, qp->req.psn_max));
 	t.payload_len = n;
 
 	int hl = uroce_tpkt_hdr_encode(out->hdr, sizeof(out->hdr), &t);
@@ -372,7 +394,7 @@ int uroce_req_middles(struct uroce_qp *qp, const struct uroce_tx_pkt *prev,
 		o->hdr[0] = op;
 		o->hdr[1] &= 0x0F; /* no SE, no MigReq, pad 0: a MIDDLE is a full MTU */
 		o->hdr[8] &= 0x7F;
-		if (rc && ack_due(qp, false))
+		if (rc && ack_due(qp, w, false, false))
 			o->hdr[8] |= 0x80;
 		uroce_put_be24(o->hdr + 9, qp->req.psn);
 		o->hdr_len = UROCE_BTH_LEN;
@@ -437,5 +459,6 @@ void uroce_req_retry(struct uroce_qp *qp, uint32_t psn)
 		qp->req.psn = uroce_psn_add(w->first_psn, (uint32_t)into);
 	}
 	qp->req.noack_pkts = 0;
+	qp->req.noack_wqes = 0;
 	uroce_qp_schedule(qp);
 }

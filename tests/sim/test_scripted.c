@@ -11,6 +11,7 @@
 #include "../check.h"
 #include "../wr.h"
 #include "simenv.h"
+#include "transport/internal.h" /* UROCE_ACK_ASK_NS, UROCE_MAX_PKT_PER_ACK */
 #include "wire/bytes.h"
 
 #define A     0
@@ -781,6 +782,107 @@ static void test_unsignaled(void)
 	CHECK_EQ(f.ns[A], 5);
 	if (f.ns[A] == 5)
 		CHECK(wc_is(&f.swc[A][4], 66, UROCE_WC_REM_ACCESS_ERR, UROCE_WC_RDMA_WRITE));
+	fx_fini(&f);
+}
+
+/* What the AckReq test counts: the requests node A sends, those of them that ask for an ACK,
+ * and the ACKs node B sends. */
+struct ack_tally {
+	unsigned requests, asked, acks;
+};
+
+static void tally_tap(void *arg, const struct sim_pkt_info *pi)
+{
+	struct ack_tally *t = arg;
+	unsigned flags = uroce_opinfo[pi->t->bth.opcode].flags;
+
+	if (pi->src == A && !(flags & UROCE_OPF_RESP)) {
+		t->requests++;
+		t->asked += pi->t->bth.ackreq;
+	}
+	if (pi->src == B && pi->t->bth.opcode == UROCE_OP_RC_ACK)
+		t->acks++;
+}
+
+/*
+ * A requester asks for an ACK (AckReq) only where it needs one: a ping-pong of unsignaled SENDs
+ * costs one packet per message, no ACK; what is left unasked is asked for UROCE_ACK_ASK_NS
+ * later (the last packet again, with AckReq, not counted as a retry) so that the WQEs retire; a
+ * signaled WQE asks at once, and so does the WQE that fills half the send queue.
+ */
+static void test_ack_requests(void)
+{
+	struct fx f;
+	struct ack_tally t = {0};
+
+	cur_test = "ack_requests";
+	fx_init(&f, UROCE_QPT_RC);
+	f.s.net.tap = tally_tap;
+	f.s.net.tap_arg = &t;
+	for (int i = 0; i < 10; i++)
+		CHECK_EQ(sim_post_recv1(f.q[B].qp, 100 + (uint64_t)i, &f.m[B], 0, 4096), 0);
+	/* Ten unsignaled SENDs of two packets each, one at a time, each received within 5 us. */
+	for (int i = 0; i < 10; i++) {
+		CHECK(sim_post_send1(f.q[A].qp, (uint64_t)i, UROCE_WR_SEND, &f.m[A], 0, 2000, 0) ==
+		      0);
+		fx_run(&f, 5 * US);
+		CHECK_EQ(f.nr[B], i + 1);
+	}
+	CHECK_EQ(t.requests, 20u);
+	CHECK_EQ(t.asked, 0u);
+	CHECK_EQ(t.acks, 0u);
+	/* Left alone, the last packet goes again with AckReq after UROCE_ACK_ASK_NS: one ACK
+	 * retires the ten WQEs; the receiver took no duplicate as a new message. */
+	fx_run_idle(&f);
+	CHECK_EQ(t.requests, 21u);
+	CHECK_EQ(t.asked, 1u);
+	CHECK_EQ(t.acks, 1u);
+	CHECK_EQ(f.nr[B], 10);
+	CHECK_EQ(f.ns[A], 0);
+	CHECK_EQ(cnt(&f, A, UROCE_CNT_LOCAL_ACK_TIMEOUT_ERR), 0u);
+	/* A signaled SEND asks at once: its completion comes a round trip later. */
+	CHECK_EQ(sim_post_recv1(f.q[B].qp, 200, &f.m[B], 0, 4096), 0);
+	uint64_t t0 = f.s.net.now;
+
+	CHECK(sim_post_send1(f.q[A].qp, 50, UROCE_WR_SEND, &f.m[A], 0, 100,
+			     UROCE_SEND_SIGNALED) == 0);
+	fx_run_idle(&f);
+	CHECK_EQ(f.ns[A], 1);
+	if (f.ns[A] == 1) {
+		CHECK(wc_is(&f.swc[A][0], 50, UROCE_WC_SUCCESS, UROCE_WC_SEND));
+		CHECK(f.st[A][0] - t0 < UROCE_ACK_ASK_NS / 10);
+	}
+	CHECK_EQ(t.asked, 2u);
+	CHECK_EQ(t.acks, 2u);
+	/* Unsignaled WRITEs of one packet posted in one go: every UROCE_MAX_PKT_PER_ACK-th asks
+	 * (before the 128th, half the 256-entry send queue, would), and the last after a while. */
+	for (int i = 0; i < 200; i++)
+		CHECK(sim_post_write(f.q[A].qp, 1000 + (uint64_t)i, UROCE_WR_RDMA_WRITE, &f.m[A], 0,
+				     8, simmr_va(&f.m[B], 0), f.m[B].rkey, 0, 0) == 0);
+	fx_run_idle(&f);
+	CHECK_EQ(t.asked, 2u + 200 / UROCE_MAX_PKT_PER_ACK + 1);
+	CHECK_EQ(f.ns[A], 1);
+	fx_fini(&f);
+
+	/* A send queue of 8: every 4th unsignaled WRITE asks, so a full queue retires in a round
+	 * trip and the next 8 can be posted at once. */
+	struct simqp_cfg c;
+
+	simqp_cfg_default(&c, UROCE_QPT_RC);
+	c.cap.max_send_wr = 8;
+	fx_init_cfg(&f, &c, c.access | UROCE_ACCESS_LOCAL_WRITE);
+	t = (struct ack_tally){0};
+	f.s.net.tap = tally_tap;
+	f.s.net.tap_arg = &t;
+	for (int round = 0; round < 2; round++) {
+		for (int i = 0; i < 8; i++)
+			CHECK(sim_post_write(f.q[A].qp, (uint64_t)i, UROCE_WR_RDMA_WRITE, &f.m[A], 0,
+					     8, simmr_va(&f.m[B], 0), f.m[B].rkey, 0, 0) == 0);
+		fx_run(&f, 20 * US);
+		CHECK_EQ(t.asked, 2u * (round + 1));
+	}
+	fx_run_idle(&f);
+	CHECK_EQ(f.ns[A], 0);
 	fx_fini(&f);
 }
 
@@ -1713,6 +1815,7 @@ int main(int argc, char **argv)
 		{"atomics", test_atomics},
 		{"inline", test_inline},
 		{"unsignaled", test_unsignaled},
+		{"ack_requests", test_ack_requests},
 		{"ud", test_ud},
 		{"uc", test_uc},
 		{"srq", test_srq},
