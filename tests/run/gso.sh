@@ -34,7 +34,7 @@ GA=$(gid_index a uroce_a0 "::ffff:$A4" v2) || exit 1
 GB=$(gid_index b uroce_b0 "::ffff:$B4" v2) || exit 1
 
 # The capture, on b0: both directions. Started before the traffic, and waited for (bounded).
-inb dumpcap -q -P -i b0 -f "udp port 4791" -w "$T/wire.pcap" 2>"$T/dumpcap.err" &
+inb dumpcap -q -P -B 64 -i b0 -f "udp port 4791" -w "$T/wire.pcap" 2>"$T/dumpcap.err" &
 cap=$!
 for _ in $(seq 200); do
 	grep -q "Capturing on" "$T/dumpcap.err" 2>/dev/null && break
@@ -63,6 +63,7 @@ wait "$spid"
 sst=$?
 kill -TERM $cap # background jobs ignore SIGINT
 wait $cap
+cat "$T/dumpcap.err"
 cat "$T/srv.out" "$T/cli.out"
 [ "$sst" -eq 0 ] && [ "$cst" -eq 0 ] || fail "ibv_rc_pingpong: server $sst, client $cst"
 for side in srv cli; do
