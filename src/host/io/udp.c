@@ -147,6 +147,8 @@ struct udp_be {
 	bool gro_shared;   /* ... or always: the interface is loopback (see the top of the file) */
 	bool gso_once_off; /* the next send goes one datagram per packet (a GSO send failed) */
 	int rx_rr; /* socket to read first, round robin */
+	int hot;		/* the socket that had the last datagram */
+	unsigned hot_looks;	/* receive calls that looked at it alone since the last sweep */
 	const struct uroce_share_cfg *share; /* during open only */
 	unsigned share_tick;
 	/* transmit scratch, batch entries each */
@@ -546,6 +548,7 @@ static void drop_sock(struct udp_be *b, int i)
 			epoll_ctl(b->epfd, EPOLL_CTL_MOD, uroce_share_fd(s->share), &ev);
 	}
 	b->rx_rr = 0;
+	b->hot = 0;
 }
 
 int uroce_udp_rebind(struct uroce_backend *bb, const struct uroce_backend_cfg *cfg,
@@ -1091,9 +1094,19 @@ static int split_rx(struct udp_be *b, struct uroce_rx_desc *out, int n)
 }
 
 /*
+ * How many receive calls in a row look at the socket that had the last datagram alone, before
+ * one looks at them all. A busy-polling application asks many times per packet, and its peer's
+ * next packet nearly always comes to the same socket: a look at that one is the recvmmsg that
+ * takes the packet, one system call on the round trip's path instead of an epoll_wait and then
+ * the recvmmsg. A datagram on another socket waits up to this many calls more (a sleeping
+ * progress thread, which the other socket wakes, runs that many short rounds).
+ */
+#define UDP_HOT_LOOKS 3
+
+/*
  * Which sockets have datagrams: with one socket, assume it has (recvmmsg tells); with several,
- * one epoll_wait instead of an empty recvmmsg on each (a busy-polling application asks many
- * times per packet). Returns a bit mask of socket indexes.
+ * the one that had the last datagram (UDP_HOT_LOOKS calls in a row), then one epoll_wait
+ * instead of an empty recvmmsg on each. Returns a bit mask of socket indexes.
  */
 static unsigned rx_ready(struct udp_be *b)
 {
@@ -1102,6 +1115,11 @@ static unsigned rx_ready(struct udp_be *b)
 
 	if (b->ns == 1)
 		return 1;
+	if (b->hot < b->ns && b->hot_looks < UDP_HOT_LOOKS) {
+		b->hot_looks++;
+		return 1u << b->hot;
+	}
+	b->hot_looks = 0;
 	int k = epoll_wait(b->epfd, ev, 2 * MAX_SOCKS, 0);
 
 	if (k < 0)
@@ -1161,6 +1179,7 @@ static int udp_rx(struct uroce_backend *bb, struct uroce_rx_desc *out, int n)
 		for (int j = slot0; j < slot0 + r; j++)
 			parse_rx(b, s, j, &b->rmeta[j]);
 		slot0 += r;
+		b->hot = si;
 	}
 	b->rcount = slot0;
 	b->rnext = 0;
