@@ -33,15 +33,19 @@ ina ethtool -k a0 | grep -q '^tx-udp-segmentation: off' || fail "a0 still segmen
 GA=$(gid_index a uroce_a0 "::ffff:$A4" v2) || exit 1
 GB=$(gid_index b uroce_b0 "::ffff:$B4" v2) || exit 1
 
-# The capture, on b0: both directions. Started before the traffic, and waited for (bounded).
-inb dumpcap -q -P -B 64 -i b0 -f "udp port 4791" -w "$T/wire.pcap" 2>"$T/dumpcap.err" &
+# The capture, on b0: both directions. dumpcap says "Capturing on" before its filter is in
+# place, so it counts as started once it has written a probe (a datagram to port 9, the file
+# growing past its header); waited for, bounded.
+inb dumpcap -q -P -B 64 -i b0 -f "udp port 4791 or udp port 9" -w "$T/wire.pcap" 2>"$T/dumpcap.err" &
 cap=$!
 for _ in $(seq 200); do
-	grep -q "Capturing on" "$T/dumpcap.err" 2>/dev/null && break
+	[ "$(stat -c %s "$T/wire.pcap" 2>/dev/null || echo 0)" -gt 24 ] && break
 	kill -0 $cap 2>/dev/null || break
+	grep -q "Capturing on" "$T/dumpcap.err" 2>/dev/null &&
+		ina bash -c "echo probe >/dev/udp/$B4/9" 2>/dev/null
 	sleep 0.05
 done
-grep -q "Capturing on" "$T/dumpcap.err" || {
+[ "$(stat -c %s "$T/wire.pcap" 2>/dev/null || echo 0)" -gt 24 ] || {
 	cat "$T/dumpcap.err" >&2
 	fail "dumpcap did not start capturing on b0"
 }
@@ -71,7 +75,7 @@ for side in srv cli; do
 done
 
 # 20 x 64 KiB each way at MTU 1024: at least 2 x 20 x 64 data packets.
-/usr/bin/python3 "$SCAPY_ICRC" --skip-csum "$T/wire.pcap" 4791 2560 >"$T/scapy.out" 2>&1
+/usr/bin/python3 "$SCAPY_ICRC" --skip-csum --skip-other "$T/wire.pcap" 4791 2560 >"$T/scapy.out" 2>&1
 st=$?
 tail -n 3 "$T/scapy.out"
 [ "$st" -eq 0 ] || {
