@@ -407,6 +407,35 @@ static int open_sock(struct udp_be *b, const struct uroce_backend_cfg *cfg, cons
 	return 0;
 }
 
+/*
+ * Receive entry j as recvmmsg wants it: its slot of the ring, its address and control buffers.
+ * The kernel writes the lengths and flags of the entries it fills, so those are reset after
+ * each is read; the rest never changes, and an empty receive (a busy poller's, most of them)
+ * prepares nothing.
+ */
+static void rx_msg_reset(struct udp_be *b, int j)
+{
+	struct msghdr *m = &b->rmsg[j].msg_hdr;
+
+	m->msg_namelen = sizeof(b->rname[j]);
+	m->msg_controllen = RX_CTL_LEN;
+	m->msg_flags = 0;
+}
+
+static void rx_msg_init(struct udp_be *b, int j)
+{
+	struct msghdr *m = &b->rmsg[j].msg_hdr;
+
+	b->riov[j].iov_base = b->ring + (size_t)j * b->slot;
+	b->riov[j].iov_len = b->slot;
+	memset(m, 0, sizeof(*m));
+	m->msg_iov = &b->riov[j];
+	m->msg_iovlen = 1;
+	m->msg_name = &b->rname[j];
+	m->msg_control = b->rctl + (size_t)j * RX_CTL_LEN;
+	rx_msg_reset(b, j);
+}
+
 static int open_backend(const struct uroce_backend_cfg *cfg, const struct uroce_share_cfg *share,
 			struct uroce_backend **out)
 {
@@ -470,6 +499,8 @@ static int open_backend(const struct uroce_backend_cfg *cfg, const struct uroce_
 		udp_close(&b->b);
 		return r;
 	}
+	for (int j = 0; j < b->batch; j++)
+		rx_msg_init(b, j);
 	for (int i = 0; i < cfg->n_addrs; i++) {
 		r = open_sock(b, cfg, cfg->addrs[i]);
 		if (r < 0) {
@@ -1151,22 +1182,10 @@ static int udp_rx(struct uroce_backend *bb, struct uroce_rx_desc *out, int n)
 		if (!(ready & (1u << si)))
 			continue;
 
-		for (int j = slot0; j < slot0 + cnt; j++) {
-			struct msghdr *m = &b->rmsg[j].msg_hdr;
-
-			b->riov[j].iov_base = b->ring + (size_t)j * b->slot;
-			b->riov[j].iov_len = b->slot;
-			memset(m, 0, sizeof(*m));
-			m->msg_iov = &b->riov[j];
-			m->msg_iovlen = 1;
-			m->msg_name = &b->rname[j];
-			m->msg_namelen = sizeof(b->rname[j]);
-			m->msg_control = b->rctl + (size_t)j * RX_CTL_LEN;
-			m->msg_controllen = RX_CTL_LEN;
-		}
 		int r = recvmmsg(s->fd, b->rmsg + slot0, (unsigned)cnt, MSG_DONTWAIT, NULL);
 
 		if (r < 0) {
+			rx_msg_reset(b, slot0);
 			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
 				continue;
 			/* ICMP errors reported on the socket, and the like: not fatal. */
@@ -1176,8 +1195,10 @@ static int udp_rx(struct uroce_backend *bb, struct uroce_rx_desc *out, int n)
 				break;
 			return -errno;
 		}
-		for (int j = slot0; j < slot0 + r; j++)
+		for (int j = slot0; j < slot0 + r; j++) {
 			parse_rx(b, s, j, &b->rmeta[j]);
+			rx_msg_reset(b, j);
+		}
 		slot0 += r;
 		b->hot = si;
 	}
