@@ -427,11 +427,12 @@ void uroce_comp_rx(struct uroce_qp *qp, const struct uroce_tpkt *t)
 /*
  * The WQEs sent last asked for no ACK (req.c ack_due) and nothing asked since: send the last
  * packet sent again, asking; the responder ACKs the duplicate with everything it received. No
- * retry is spent: nothing is known to be lost.
+ * retry is spent: nothing is known to be lost. Not while a go-back-N is under way (it would be
+ * cut short); its WQEs ask when sent again.
  */
 static void ask(struct uroce_qp *qp)
 {
-	if (!qp->req.unasked || !outstanding(qp) ||
+	if (!qp->req.unasked || !outstanding(qp) || qp->req.psn != qp->req.psn_max ||
 	    (qp->attr.qp_state != UROCE_QPS_RTS && qp->attr.qp_state != UROCE_QPS_SQD))
 		return;
 	uroce_req_retry(qp, uroce_psn_add(qp->req.psn_max, 0xFFFFFF));

@@ -31,8 +31,8 @@
 #define UROCE_MAX_UNACKED_PSNS	512
 #define UROCE_MAX_UNACKED_BYTES (1u << 20)
 #define UROCE_MAX_PKT_PER_ACK	64 /* AckReq at least this often (rxe_param.h) */
-/* How long after a WQE's last packet went out without AckReq the requester asks for its ACK,
- * when nothing asked for one since (req.c ack_due). */
+/* How long after the last WQE sent without AckReq the requester asks for the ACK, when nothing
+ * asked for one since (req.c ack_due). */
 #define UROCE_ACK_ASK_NS 100000ull /* 100 us */
 #define UROCE_TX_BOUNCE		64 /* packets per uroce_eng_tx call that may need a bounce copy */
 #define UROCE_TX_BOUNCE_SIZE	4096

@@ -129,16 +129,16 @@ static int req_payload(struct uroce_qp *qp, struct uroce_swqe *w, uint32_t off, 
 }
 
 /*
- * RC: does this packet ask for an ACK (AckReq)? A responder ACKs only such packets (IBTA
- * 9.7.5.1.2; rxe too), and an ACK covers every PSN before its own. Asked for: at least every
+ * RC: does this packet ask for an ACK (AckReq)? A responder ACKs only such packets (rxe's and
+ * ours), and an ACK covers every PSN before its own. Asked for: at least every
  * UROCE_MAX_PKT_PER_ACK-th packet (the window moves on), and the last packet of a WQE whose
  * completion the application wants (signaled; a READ's or an atomic's response is its ACK
  * anyway), of a WQE sent again, or of the WQE that makes half the send queue sent since the
- * last AckReq (their slots come back before the queue fills). An unsignaled WQE's last packet asks
- * for nothing: a ping-pong of unsignaled SENDs (UCX asks for a completion every 64th) costs one
- * datagram per message instead of two (the message and its ACK). What a burst leaves unasked at
- * its end is asked for UROCE_ACK_ASK_NS later (uroce_comp_timer: the last packet again, with
- * AckReq), so that the WQEs retire and later completions come.
+ * last AckReq (their slots come back before the queue fills). An unsignaled WQE's last packet
+ * asks for nothing: a ping-pong of unsignaled SENDs (UCX asks for a completion every 64th)
+ * costs one datagram per message instead of two (the message and its ACK). What a burst leaves
+ * unasked is asked for UROCE_ACK_ASK_NS after its last WQE (uroce_comp_timer: the last packet
+ * again, with AckReq), so that the WQEs retire and later completions come.
  */
 static bool ack_due(struct uroce_qp *qp, const struct uroce_swqe *w, bool last, bool again)
 {
@@ -151,7 +151,7 @@ static bool ack_due(struct uroce_qp *qp, const struct uroce_swqe *w, bool last, 
 		qp->comp.ask_at = UROCE_NEVER;
 		return true;
 	}
-	if (last && !qp->req.unasked) {
+	if (last) {
 		qp->req.unasked = true;
 		qp->comp.ask_at = qp->eng->now + UROCE_ACK_ASK_NS;
 		uroce_qp_timed(qp);
