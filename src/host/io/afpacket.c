@@ -145,6 +145,30 @@ static int attach_alone(const struct uroce_backend_cfg *cfg, int fd)
 	return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &fp, sizeof(fp)) < 0 ? -errno : 0;
 }
 
+/*
+ * Receive entry j as recvmmsg wants it: its slot of the ring and its address buffer. The kernel
+ * writes the length and flags of the entries it fills, so those are reset after each is read;
+ * the rest never changes, and an empty receive (a busy poller's, most of them) prepares nothing.
+ */
+static void rx_msg_reset(struct pkt_be *b, int j)
+{
+	b->rmsg[j].msg_hdr.msg_namelen = sizeof(b->rname[j]);
+	b->rmsg[j].msg_hdr.msg_flags = 0;
+}
+
+static void rx_msg_init(struct pkt_be *b, int j)
+{
+	struct msghdr *m = &b->rmsg[j].msg_hdr;
+
+	b->riov[j].iov_base = b->ring + (size_t)j * b->slot;
+	b->riov[j].iov_len = b->slot;
+	memset(m, 0, sizeof(*m));
+	m->msg_iov = &b->riov[j];
+	m->msg_iovlen = 1;
+	m->msg_name = &b->rname[j];
+	rx_msg_reset(b, j);
+}
+
 static int open_backend(const struct uroce_backend_cfg *cfg, const struct uroce_share_cfg *share,
 			struct uroce_backend **out)
 {
@@ -300,6 +324,8 @@ static int open_backend(const struct uroce_backend_cfg *cfg, const struct uroce_
 		pkt_close(&b->b);
 		return -ENOMEM;
 	}
+	for (int j = 0; j < b->batch; j++)
+		rx_msg_init(b, j);
 	*out = &b->b;
 	return 0;
 }
@@ -447,21 +473,11 @@ static int pkt_rx(struct uroce_backend *bb, struct uroce_rx_desc *out, int n)
 		n = b->batch;
 	if (n <= 0)
 		return 0;
-	for (int j = 0; j < n; j++) {
-		struct msghdr *m = &b->rmsg[j].msg_hdr;
-
-		b->riov[j].iov_base = b->ring + (size_t)j * b->slot;
-		b->riov[j].iov_len = b->slot;
-		memset(m, 0, sizeof(*m));
-		m->msg_iov = &b->riov[j];
-		m->msg_iovlen = 1;
-		m->msg_name = &b->rname[j];
-		m->msg_namelen = sizeof(b->rname[j]);
-	}
 	int r = recvmmsg(b->fd, b->rmsg, (unsigned)n, MSG_DONTWAIT, NULL);
 
 	if (r < 0) {
 		r = -errno;
+		rx_msg_reset(b, 0);
 		share_tick(b, 0);
 		if (r == -EAGAIN || r == -EWOULDBLOCK || r == -EINTR || r == -ENETDOWN)
 			return 0;
@@ -470,6 +486,7 @@ static int pkt_rx(struct uroce_backend *bb, struct uroce_rx_desc *out, int n)
 	for (int j = 0; j < r; j++) {
 		int drop = finish_rx(b, j, &out[got]);
 
+		rx_msg_reset(b, j);
 		if (drop) {
 			b->b.cnt[drop]++;
 			continue;
