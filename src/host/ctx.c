@@ -294,9 +294,9 @@ static void do_tx(struct uroce_ctx *c, uint64_t now)
 
 /* After a round that kept what it made to send: ACKs alone may wait for the application's next
  * post (uroce_pace_kept). Lock held. */
-static void keep_acks(struct uroce_ctx *c)
+static void keep_acks(struct uroce_ctx *c, uint64_t now)
 {
-	uroce_pace_kept(&c->pace, mono_ns(), uroce_eng_tx_acks_only(c->eng));
+	uroce_pace_kept(&c->pace, now, uroce_eng_tx_acks_only(c->eng));
 }
 
 /* ---- receive ------------------------------------------------------------------------------- */
@@ -491,7 +491,7 @@ static uint64_t poll_round(struct uroce_ctx *c)
 	uint64_t end = mono_ns();
 
 	if (!tx)
-		uroce_pace_kept(&c->pace, end, uroce_eng_tx_acks_only(c->eng));
+		keep_acks(c, end);
 	uroce_pace_poll_ended(&c->pace, now, end);
 	return end;
 }
@@ -586,7 +586,7 @@ static void reply_round(struct uroce_ctx *c, uint64_t now)
 		do_tx(c, now);
 		break;
 	case UROCE_PACE_KEEP_ACKS:
-		keep_acks(c);
+		keep_acks(c, mono_ns());
 		break;
 	case UROCE_PACE_NOTHING:
 		break;

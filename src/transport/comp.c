@@ -432,10 +432,10 @@ void uroce_comp_rx(struct uroce_qp *qp, const struct uroce_tpkt *t)
  */
 static void ask(struct uroce_qp *qp)
 {
-	if (!qp->req.unasked || !outstanding(qp) || qp->req.psn != qp->req.psn_max ||
+	if (!outstanding(qp) || qp->req.psn != qp->req.psn_max ||
 	    (qp->attr.qp_state != UROCE_QPS_RTS && qp->attr.qp_state != UROCE_QPS_SQD))
 		return;
-	uroce_req_retry(qp, uroce_psn_add(qp->req.psn_max, 0xFFFFFF));
+	uroce_req_retry(qp, uroce_psn_sub(qp->req.psn_max, 1));
 }
 
 void uroce_comp_timer(struct uroce_qp *qp, uint64_t now)
@@ -444,7 +444,7 @@ void uroce_comp_timer(struct uroce_qp *qp, uint64_t now)
 		qp->req.rnr_until = 0;
 		uroce_qp_schedule(qp);
 	}
-	if (qp->comp.ask_at <= now) {
+	if (qp->comp.ask_at <= now) { /* set only while the last WQEs sent are unasked */
 		qp->comp.ask_at = UROCE_NEVER;
 		ask(qp);
 	}

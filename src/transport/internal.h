@@ -175,7 +175,6 @@ struct uroce_req_state {
 	uint32_t offset;	 /* bytes of sq.cur already sent */
 	uint32_t noack_pkts;	 /* packets since the last AckReq */
 	uint32_t noack_wqes;	 /* WQEs sent whole since the last AckReq */
-	bool unasked;		 /* the last WQE sent whole did not ask for its ACK */
 	uint32_t rd_atomic;	 /* outstanding reads and atomics */
 	uint64_t rnr_until;	 /* blocked by an RNR NAK until then, else 0 */
 	bool need_retry;
@@ -184,7 +183,7 @@ struct uroce_req_state {
 struct uroce_comp_state {
 	uint32_t psn;		/* oldest unacknowledged PSN */
 	uint64_t timeout_at;	/* local ACK timeout deadline, or UROCE_NEVER */
-	uint64_t ask_at;	/* when to ask for the ACK of req.unasked WQEs, or UROCE_NEVER */
+	uint64_t ask_at;	/* when to ask for the ACK of the unasked WQEs sent last, or UROCE_NEVER */
 	uint8_t retry_left;
 	uint8_t rnr_retry_left;
 	uint32_t rd_retry_psn;	/* read response gap already answered by a retry at this PSN */

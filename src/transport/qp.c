@@ -246,7 +246,6 @@ static void qp_reset(struct uroce_qp *qp)
 		memset(res, 0, nres * sizeof(*res));
 	qp->comp.timeout_at = UROCE_NEVER;
 	qp->comp.ask_at = UROCE_NEVER;
-	qp->req.unasked = false;
 	qp->sq.head = qp->sq.cur = qp->sq.tail = 0;
 	qp->own_rq.head = qp->own_rq.tail = 0;
 	qp->comm_est_sent = false;
@@ -316,7 +315,6 @@ int uroce_qp_create(struct uroce_pd *pd, const struct uroce_qp_init *init, struc
 	qp->attr.max_dest_rd_atomic = 1;
 	qp->comp.timeout_at = UROCE_NEVER;
 	qp->comp.ask_at = UROCE_NEVER;
-	qp->req.unasked = false;
 	qp->timed_idx = UROCE_NOT_TIMED;
 	if (init->type == UROCE_QPT_GSI) {
 		qp->qpn = UROCE_GSI_QPN;
@@ -585,7 +583,6 @@ void uroce_qp_flush(struct uroce_qp *qp)
 		qp->req.rd_atomic = 0;
 	qp->comp.timeout_at = UROCE_NEVER;
 	qp->comp.ask_at = UROCE_NEVER;
-	qp->req.unasked = false;
 	qp->req.rnr_until = 0;
 	qp->resp.ack = UROCE_ACK_NONE;
 	for (uint32_t i = 0; i < qp->resp.nres; i++)

@@ -147,12 +147,10 @@ static bool ack_due(struct uroce_qp *qp, const struct uroce_swqe *w, bool last, 
 		      ++qp->req.noack_wqes >= (qp->sq.max_wr + 1) / 2))) {
 		qp->req.noack_pkts = 0;
 		qp->req.noack_wqes = 0;
-		qp->req.unasked = false;
 		qp->comp.ask_at = UROCE_NEVER;
 		return true;
 	}
 	if (last) {
-		qp->req.unasked = true;
 		qp->comp.ask_at = qp->eng->now + UROCE_ACK_ASK_NS;
 		uroce_qp_timed(qp);
 	}
