@@ -16,7 +16,15 @@
 #            rc, uc, ud, srq (ibv_*_pingpong), ib_{write,read,send,atomic}_bw and
 #            ib_{send,write,read}_lat, each of those also with -R (rdma_cm): ib_write_bw_R, ...;
 #            ib_send_bw_rnr: ib_send_bw with one receive posted at a time (-r 1), so the
-#            kernel's responder sends RNR NAKs (ks); uroce's requester must wait each NAK's timer
+#            kernel's responder sends RNR NAKs (ks); uroce's requester must wait each NAK's timer,
+#            ucx_tag_lat, ucx_tag_bw (1 MiB: UCX's rendezvous, an RDMA READ), ucx_put_bw (RDMA
+#            WRITE), ucx_stream_bw: Debian's ucx_perftest over rc_verbs (with ud_verbs, UCX's
+#            auxiliary transport for connecting), ucx_ud: tag_lat over ud_verbs alone; UCX's
+#            GID is each side's GID of the case's family,
+#            fi_msg, fi_rdm: Debian's fi_pingpong over libfabric's verbs provider (-e msg) and
+#            over verbs;ofi_rxm (-e rdm, what MPIs use), every byte checked (-c); IPv4 only
+#            (libfabric 1.17's verbs provider connects to the interface's IPv4 address).
+#            UCX and libfabric are copied into the VM from this host's Debian packages (apps_in_vm)
 #   ROLE     us: uroce serves, the kernel is the client; ks: the kernel serves, uroce is the client
 #   NET      v4 or v6: RoCE v2 over IPv4 or IPv6 (the GID, or the rdma_cm address, of that family)
 #   loss     uroce drops 2 % of what it sends (`uroce run --faults`): uroce's requester
@@ -78,7 +86,7 @@ if [ "$ROLE" = us ]; then SADDR4=$IX_HOST4; else SADDR4=$IX_VM4; fi
 # what the server's readiness looks like (cm: an rdma_cm listen; tcp: its exchange port; mckey:
 # its "receiving" line, printed once it has joined). PORT: both. WANT and SWANT: a line the
 # client's and the server's output must hold.
-PORT=7174 CM=1 WANT= SWANT= PS=0x0106 # rdma_cm's port space: TCP (UDP 0x0111 for udaddy)
+PORT=7174 CM=1 WANT= SWANT= PS=0x0106 APPS= # rdma_cm's port space: TCP (UDP 0x0111 for udaddy)
 case $PROG in
 rping | rping64k)
 	sz=()
@@ -158,6 +166,35 @@ ib_*_bw | ib_*_lat | ib_*_bw_R | ib_*_lat_R | ib_send_bw_rnr)
 	C=("${S[@]}" "$SADDR4")
 	WANT='^ *#bytes'
 	;;
+ucx_*)
+	CM=0 PORT=13337 WANT='^Final:'
+	tls=rc_verbs,ud_verbs test=${PROG#ucx_} args=(-n 1000)
+	case $test in
+	tag_lat) ;;
+	put_bw | stream_bw) args=(-s 65536 -n 100) ;;
+	tag_bw) args=(-s 1048576 -n 20) ;;
+	ud) tls=ud_verbs test=tag_lat ;;
+	*) ix_fail "unknown UCX test '$PROG'" ;;
+	esac
+	[ "$test" = put_bw ] && test=ucp_put_bw
+	# Linux's rxe, like uroce, does not fill the completion field UCX before 1.19 reads a UD
+	# datagram's IP version from (`uroce run` sets the same on its side).
+	S=(env UCX_NET_DEVICES=@DEV@:1 UCX_TLS=$tls UCX_IB_GID_INDEX=@GID@
+		UCX_UD_VERBS_ETH_DGID_CHECK=n ucx_perftest -p $PORT)
+	C=("${S[@]}" "$SADDR4" -t "$test" "${args[@]}")
+	WAIT=tcp APPS=1
+	;;
+fi_msg | fi_rdm)
+	[ "$NET" = v4 ] || ix_fail "$PROG: libfabric's verbs provider connects over IPv4 here"
+	PORT=$((47000 + RANDOM % 500)) # the control connection (TCP); a rerun's is not in TIME_WAIT
+	prov=verbs ep=msg
+	[ "$PROG" = fi_rdm ] && prov="verbs;ofi_rxm" ep=rdm
+	# ofi_rxm sizes its completion queue for FI_UNIVERSE_SIZE peers (256: 65,536 entries), more
+	# than rxe's limit (32,767; rxm's fi_enable fails with EINVAL there); 32 peers suffice.
+	S=(env FI_UNIVERSE_SIZE=32 fi_pingpong -p "$prov" -e $ep -d @DEV@ -I 10 -c -B $PORT)
+	C=("${S[@]}" -P $PORT "$SADDR4")
+	WAIT=tcp WANT='^1m +10 +=10 ' SWANT='^1m +10 +=10 ' APPS=1
+	;;
 *) ix_fail "unknown program '$PROG'" ;;
 esac
 side() { # DEV GID ADDR WORDS...: the words with @DEV@, @GID@ and @ADDR@ filled in
@@ -193,6 +230,29 @@ if [ "$PROG" = mwinv ]; then
 	# -K: the owner on rxe reads an invalidate's wc_flags as rxe writes them (mwinv.c).
 	KS=(/tmp/mwinv -K -b "$K_ADDR" -p $PORT) KC=(/tmp/mwinv -s "$U_ADDR" -p $PORT)
 fi
+# UCX and libfabric in the VM, which its image lacks: the files of this host's Debian packages
+# (the VM runs the same Debian 12), with the libraries they need that the image does not have,
+# unpacked into the VM's root once per boot (its disk is an overlay dropped when it stops).
+apps_in_vm() {
+	local pkgs=(libucx0 ucx-utils libfabric1 libfabric-bin libgomp1 libatomic1
+		libpsm-infinipath1 libpsm2-2) missing=() p f files=()
+	ix_vm -t 30 "$IX_VM" 'command -v ucx_perftest && command -v fi_pingpong' >/dev/null && return
+	for p in "${pkgs[@]}"; do
+		dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q ' installed$' || missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] ||
+		ix_fail "this host lacks ${missing[*]} (scripts/setup installs them) to copy into the VM"
+	while read -r f; do
+		[ -f "$f" ] && files+=("$f")
+	done < <(dpkg -L "${pkgs[@]}" | grep -v '^/usr/share/')
+	# libpsm_infinipath.so.1 is an alternative (/etc/alternatives), not a file of the package.
+	local psm=/usr/lib/x86_64-linux-gnu/libpsm_infinipath.so.1
+	tar czf "$T/apps.tgz" -P "${files[@]}" || ix_fail "cannot pack UCX and libfabric"
+	ix_vm -t 120 -i "$IX_VM" "tar xzf - -P && ln -sf $(readlink -f $psm) $psm && ldconfig" \
+		<"$T/apps.tgz" || ix_fail "VM: cannot unpack UCX and libfabric"
+	echo "copied into the VM: ${pkgs[*]} (${#files[@]} files)"
+}
+[ -z "$APPS" ] || apps_in_vm
 
 # uroce's side: a run-time directory of its own; a short CM timer (a lost MAD costs 0.5 s, not
 # 4.6; it leaves the REQ's fields as they are).
@@ -207,7 +267,7 @@ q() { printf '%q ' "$@"; }
 
 # The programs of this suite in the VM: nothing of a previous case or attempt may still run there
 # when one starts (run_once).
-PROGS='^(rping|ucmatose|udaddy|rdma_server|rdma_client|mckey|/tmp/mwinv|ibv_[a-z]+_pingpong|ib_[a-z]+_(bw|lat))( |$)'
+PROGS='^(rping|ucmatose|udaddy|rdma_server|rdma_client|mckey|/tmp/mwinv|ibv_[a-z]+_pingpong|ib_[a-z]+_(bw|lat)|ucx_perftest|fi_pingpong)( |$)'
 
 kernel_listens() {
 	if [ "$WAIT" = mckey ]; then
@@ -406,6 +466,22 @@ if [ "$PROG" = ib_send_bw_rnr ]; then
 	echo "RNR NAKs from $resp: $rnr; resent before the timer: $early"
 	[ "$rnr" -gt 0 ] || ix_fail "no RNR NAK from $resp: the receiver kept up"
 	[ "$early" -eq 0 ] || ix_fail "uroce resent $early RNR NAK'd packets before the NAK's timer"
+fi
+if [[ $PROG == ucx_* ]]; then
+	# UCX took the path the case names: RC (opcodes below 32) for rc_verbs, its rendezvous as RDMA
+	# READ requests (12), ucp_put as RDMA WRITEs (6 to 11); ud_verbs alone: UD SENDs only (100,
+	# 101), no RC packet.
+	rc=$(awk -F'|' '$4 != "" && $4 < 32' "$T/frames" | wc -l)
+	read=$(awk -F'|' '$4 == 12' "$T/frames" | wc -l)
+	write=$(awk -F'|' '$4 >= 6 && $4 <= 11' "$T/frames" | wc -l)
+	ud=$(awk -F'|' '$4 == 100 || $4 == 101' "$T/frames" | wc -l)
+	echo "RC packets $rc (READ requests $read, WRITE packets $write), UD SENDs $ud"
+	case $PROG in
+	ucx_ud) [ "$rc" -eq 0 ] && [ "$ud" -gt 1000 ] || ix_fail "ud_verbs alone: expected UD SENDs only" ;;
+	ucx_tag_bw) [ "$read" -ge 20 ] || ix_fail "tag_bw 1 MiB: expected UCX's rendezvous as RDMA READs" ;;
+	ucx_put_bw) [ "$write" -ge 100 ] || ix_fail "ucp_put_bw: expected RDMA WRITEs" ;;
+	*) [ "$rc" -gt 1000 ] || ix_fail "rc_verbs: expected RC traffic" ;;
+	esac
 fi
 count() { # FILTER: how many frames of the capture it matches
 	tshark "${topt[@]}" -r "$T/bridge.pcap" -Y "$1" -T fields -e frame.number 2>/dev/null | wc -l
