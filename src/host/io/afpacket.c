@@ -62,6 +62,7 @@
 #include "host/io/afpacket.h"
 #include "host/io/backend.h"
 #include "host/io/frame.h"
+#include "host/io/rx_entry.h"
 #include "host/io/share_group.h"
 #include "host/io/share_prog.h"
 #include "wire/bytes.h"
@@ -145,28 +146,16 @@ static int attach_alone(const struct uroce_backend_cfg *cfg, int fd)
 	return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &fp, sizeof(fp)) < 0 ? -errno : 0;
 }
 
-/*
- * Receive entry j as recvmmsg wants it: its slot of the ring and its address buffer. The kernel
- * writes the length and flags of the entries it fills, so those are reset after each is read;
- * the rest never changes, and an empty receive (a busy poller's, most of them) prepares nothing.
- */
+/* Receive entry j (rx_entry.h): its slot of the ring and its address buffer. */
 static void rx_msg_reset(struct pkt_be *b, int j)
 {
-	b->rmsg[j].msg_hdr.msg_namelen = sizeof(b->rname[j]);
-	b->rmsg[j].msg_hdr.msg_flags = 0;
+	uroce_rx_entry_reset(&b->rmsg[j], sizeof(b->rname[j]), 0);
 }
 
 static void rx_msg_init(struct pkt_be *b, int j)
 {
-	struct msghdr *m = &b->rmsg[j].msg_hdr;
-
-	b->riov[j].iov_base = b->ring + (size_t)j * b->slot;
-	b->riov[j].iov_len = b->slot;
-	memset(m, 0, sizeof(*m));
-	m->msg_iov = &b->riov[j];
-	m->msg_iovlen = 1;
-	m->msg_name = &b->rname[j];
-	rx_msg_reset(b, j);
+	uroce_rx_entry_init(&b->rmsg[j], &b->riov[j], b->ring + (size_t)j * b->slot, b->slot,
+			    &b->rname[j], sizeof(b->rname[j]), NULL, 0);
 }
 
 static int open_backend(const struct uroce_backend_cfg *cfg, const struct uroce_share_cfg *share,

@@ -76,6 +76,7 @@
 #include "host/config/io_counters.h"
 #include "host/io/backend.h"
 #include "host/io/frame.h"
+#include "host/io/rx_entry.h"
 #include "host/io/share_group.h"
 #include "host/io/share_members.h"
 #include "host/io/udp.h"
@@ -407,33 +408,17 @@ static int open_sock(struct udp_be *b, const struct uroce_backend_cfg *cfg, cons
 	return 0;
 }
 
-/*
- * Receive entry j as recvmmsg wants it: its slot of the ring, its address and control buffers.
- * The kernel writes the lengths and flags of the entries it fills, so those are reset after
- * each is read; the rest never changes, and an empty receive (a busy poller's, most of them)
- * prepares nothing.
- */
+/* Receive entry j (rx_entry.h): its slot of the ring, its address and control buffers. */
 static void rx_msg_reset(struct udp_be *b, int j)
 {
-	struct msghdr *m = &b->rmsg[j].msg_hdr;
-
-	m->msg_namelen = sizeof(b->rname[j]);
-	m->msg_controllen = RX_CTL_LEN;
-	m->msg_flags = 0;
+	uroce_rx_entry_reset(&b->rmsg[j], sizeof(b->rname[j]), RX_CTL_LEN);
 }
 
 static void rx_msg_init(struct udp_be *b, int j)
 {
-	struct msghdr *m = &b->rmsg[j].msg_hdr;
-
-	b->riov[j].iov_base = b->ring + (size_t)j * b->slot;
-	b->riov[j].iov_len = b->slot;
-	memset(m, 0, sizeof(*m));
-	m->msg_iov = &b->riov[j];
-	m->msg_iovlen = 1;
-	m->msg_name = &b->rname[j];
-	m->msg_control = b->rctl + (size_t)j * RX_CTL_LEN;
-	rx_msg_reset(b, j);
+	uroce_rx_entry_init(&b->rmsg[j], &b->riov[j], b->ring + (size_t)j * b->slot, b->slot,
+			    &b->rname[j], sizeof(b->rname[j]), b->rctl + (size_t)j * RX_CTL_LEN,
+			    RX_CTL_LEN);
 }
 
 static int open_backend(const struct uroce_backend_cfg *cfg, const struct uroce_share_cfg *share,
