@@ -219,6 +219,7 @@ struct uroce_resp_state {
 	uint32_t nres;
 	uint32_t res_next;   /* next slot to allocate */
 	uint32_t res_send;   /* where res_sending looks first: none from res_next to it sends */
+	uint32_t n_sending;  /* valid resources with responses to send (res_set_sending) */
 	bool goto_error;     /* move to ERR once the NAK is sent (class C/D errors) */
 };
 

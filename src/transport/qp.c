@@ -461,6 +461,7 @@ int uroce_qp_modify(struct uroce_qp *qp, const struct uroce_qp_attr *a, unsigned
 		qp->resp.nres = nres;
 		qp->resp.res_next = 0;
 		qp->resp.res_send = 0;
+		qp->resp.n_sending = 0;
 	}
 
 	/* Apply. */
@@ -587,6 +588,7 @@ void uroce_qp_flush(struct uroce_qp *qp)
 	qp->resp.ack = UROCE_ACK_NONE;
 	for (uint32_t i = 0; i < qp->resp.nres; i++)
 		qp->resp.res[i].valid = false;
+	qp->resp.n_sending = 0;
 	if (qp->resp.have_wqe) {
 		uroce_qp_flush_wc(qp, qp->init.recv_cq, qp->resp.wqe.wr_id, UROCE_WC_RECV);
 		qp->resp.have_wqe = false;

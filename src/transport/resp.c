@@ -3,6 +3,7 @@
  * Responder: executes SEND (with Invalidate too), WRITE, READ and atomic requests (IBTA 9.7.3-9.7.5, 9.9.3; rxe_resp.c);
  * builds ACKs, NAKs, read responses and atomic ACKs; answers duplicates; UD and UC receives.
  */
+#include <assert.h>
 #include <errno.h>
 #include <string.h>
 
@@ -204,6 +205,20 @@ static int do_write(struct uroce_qp *qp, const struct uroce_tpkt *t, unsigned fl
 
 /* ---- RC: READ and atomics ---------------------------------------------------------------- */
 
+/*
+ * Mark res as having responses to send or not. Every change of a resource's `sending` goes
+ * through here, so that resp.n_sending counts the valid resources that send: the engine asks
+ * whether a QP has responses to send several times per round, and a walk over
+ * max_dest_rd_atomic slots (128 for UCX and libfabric, which ask for the device's maximum) was
+ * a large part of a small message's round trip.
+ */
+static void res_set_sending(struct uroce_resp_state *r, struct uroce_rd_res *res, bool on)
+{
+	if (res->valid && res->sending != on)
+		r->n_sending += on ? 1u : (uint32_t)-1;
+	res->sending = on;
+}
+
 static struct uroce_rd_res *res_alloc(struct uroce_qp *qp)
 {
 	struct uroce_resp_state *r = &qp->resp;
@@ -220,6 +235,7 @@ static struct uroce_rd_res *res_alloc(struct uroce_qp *qp)
 	/* The slot becomes the newest: res_sending must not start there, ahead of older ones. */
 	if (r->res_send == slot)
 		r->res_send = r->res_next;
+	res_set_sending(r, res, false);
 	memset(res, 0, sizeof(*res));
 	return res;
 }
@@ -247,7 +263,7 @@ static int do_read(struct uroce_qp *qp, const struct uroce_tpkt *t)
 	res->len = res->remaining = t->reth.len;
 	res->rkey = t->reth.rkey;
 	res->msn = ++qp->resp.msn;
-	res->sending = true;
+	res_set_sending(&qp->resp, res, true);
 	qp->resp.epsn = uroce_psn_add(t->bth.psn, n);
 	uroce_qp_schedule(qp);
 	return 0;
@@ -279,7 +295,7 @@ static int do_atomic(struct uroce_qp *qp, const struct uroce_tpkt *t)
 	res->first_psn = res->last_psn = res->next_psn = t->bth.psn;
 	res->orig = orig;
 	res->msn = ++qp->resp.msn;
-	res->sending = true;
+	res_set_sending(&qp->resp, res, true);
 	qp->resp.epsn = uroce_psn_add(t->bth.psn, 1);
 	uroce_qp_schedule(qp);
 	return 0;
@@ -314,7 +330,7 @@ static void duplicate(struct uroce_qp *qp, const struct uroce_tpkt *t, unsigned 
 				uroce_count(qp->eng, UROCE_CNT_READ_REPLAYED);
 			}
 			res->next_psn = psn;
-			res->sending = true;
+			res_set_sending(r, res, true);
 			/* An older one may send again: res_sending looks from the oldest. */
 			r->res_send = r->res_next;
 			uroce_qp_schedule(qp);
@@ -462,14 +478,22 @@ void uroce_resp_rx(struct uroce_qp *qp, const struct uroce_tpkt *t, const struct
 
 /* ---- transmit ---------------------------------------------------------------------------- */
 
+#ifndef NDEBUG
+/* What resp.n_sending must equal: the walk it replaces (checked in debug builds). */
+static uint32_t count_sending(const struct uroce_resp_state *r)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < r->nres; i++)
+		n += r->res[i].valid && r->res[i].sending;
+	return n;
+}
+#endif
+
 bool uroce_resp_has_data(const struct uroce_qp *qp)
 {
-	if (qp->init.type != UROCE_QPT_RC)
-		return false;
-	for (uint32_t i = 0; i < qp->resp.nres; i++)
-		if (qp->resp.res[i].valid && qp->resp.res[i].sending)
-			return true;
-	return false;
+	assert(qp->resp.n_sending == count_sending(&qp->resp));
+	return qp->init.type == UROCE_QPT_RC && qp->resp.n_sending > 0;
 }
 
 bool uroce_resp_has_ack(const struct uroce_qp *qp)
@@ -517,6 +541,10 @@ static struct uroce_rd_res *res_sending(struct uroce_qp *qp)
 	struct uroce_resp_state *r = &qp->resp;
 	uint32_t i = r->res_send < r->nres ? r->res_send : r->res_next;
 
+	if (!r->n_sending) {
+		r->res_send = r->res_next;
+		return NULL;
+	}
 	/* From res_send on in ring order: the slots from res_next up to it hold none that sends,
 	 * so the first found is the oldest (the one being sent, for a stream of READs: one look
 	 * per packet instead of a walk over max_dest_rd_atomic slots). */
@@ -552,7 +580,7 @@ int uroce_resp_next(struct uroce_qp *qp, struct uroce_tx_pkt *out)
 			t.aeth.syndrome = UROCE_AETH_ACK_UNLIMITED;
 			t.aeth.msn = res->msn & UROCE_PSN_MASK;
 			t.atmack = res->orig;
-			res->sending = false;
+			res_set_sending(r, res, false);
 			res->sent_once = true;
 			return emit(qp, &t, NULL, 0, out);
 		}
@@ -572,7 +600,7 @@ int uroce_resp_next(struct uroce_qp *qp, struct uroce_tx_pkt *out)
 			 * access error (rxe read_reply) instead of faulting in the host's send. */
 			src = uroce_rkey_ptr(qp, res->rkey, res->va, n, UROCE_ACCESS_REMOTE_READ);
 			if (!src || uroce_mem_readable(qp->eng, src, n)) {
-				res->sending = false;
+				res_set_sending(r, res, false);
 				nak_fatal(qp, UROCE_NAK_REM_ACCESS, res->next_psn,
 					  UROCE_EVENT_QP_ACCESS_ERR);
 				return 0;
@@ -585,7 +613,7 @@ int uroce_resp_next(struct uroce_qp *qp, struct uroce_tx_pkt *out)
 		res->va += n;
 		res->remaining -= n;
 		if (last) {
-			res->sending = false;
+			res_set_sending(r, res, false);
 			res->sent_once = true;
 		}
 		return emit(qp, &t, src, n, out);
