@@ -480,9 +480,8 @@ static void round_at(struct uroce_ctx *c, uint64_t now, bool tx)
 
 /* An application thread's poll round: receive, timers, and transmit unless the pacing keeps
  * what the round makes for the thread's next call (uroce_pace_poll_round_sends). Lock held. */
-static uint64_t poll_round(struct uroce_ctx *c)
+static uint64_t poll_round(struct uroce_ctx *c, uint64_t now)
 {
-	uint64_t now = mono_ns();
 	bool pending = uroce_eng_tx_pending(c->eng);
 	bool tx = uroce_pace_poll_round_sends(&c->pace, now, pending,
 					      pending && uroce_eng_tx_acks_only(c->eng));
@@ -496,6 +495,16 @@ static uint64_t poll_round(struct uroce_ctx *c)
 	return end;
 }
 
+/* An empty poll at now that runs no round: ACKs waiting for the thread's next post wait on;
+ * anything else to send goes now. Lock held. */
+static void poll_no_round(struct uroce_ctx *c, uint64_t now)
+{
+	if (uroce_pace_acks_wait(&c->pace, now, uroce_eng_tx_acks_only(c->eng)))
+		drain_events(c);
+	else
+		uroce_ctx_poll_idle(c);
+}
+
 bool uroce_ctx_polled(struct uroce_ctx *c, enum uroce_ctx_poll what)
 {
 	if (c->orphan)
@@ -504,15 +513,19 @@ bool uroce_ctx_polled(struct uroce_ctx *c, enum uroce_ctx_poll what)
 	case UROCE_CTX_POLL_FOUND:
 		uroce_pace_poll_found(&c->pace, mono_ns());
 		return false;
-	case UROCE_CTX_POLL_EMPTY:
-		c->round_end = poll_round(c);
+	case UROCE_CTX_POLL_EMPTY: {
+		uint64_t now = mono_ns();
+
+		if (uroce_pace_poll_drains(&c->pace, now)) {
+			poll_no_round(c, now);
+			return false;
+		}
+		c->round_end = poll_round(c, now);
 		return true;
+	}
 	case UROCE_CTX_POLL_STILL_EMPTY:
 		/* The CQ was polled again right after the round: the round's end is the time. */
-		if (uroce_pace_acks_wait(&c->pace, c->round_end, uroce_eng_tx_acks_only(c->eng)))
-			drain_events(c);
-		else
-			uroce_ctx_poll_idle(c);
+		poll_no_round(c, c->round_end);
 		return false;
 	}
 	return false;

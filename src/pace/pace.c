@@ -133,6 +133,15 @@ void uroce_pace_poll_found(struct uroce_pace *p, uint64_t now)
 {
 	if (streak_step(p, now, now) || app_polled(p))
 		atomic_store_explicit(&p->app_polled, now, memory_order_relaxed);
+	p->found = now;
+}
+
+bool uroce_pace_poll_drains(struct uroce_pace *p, uint64_t now)
+{
+	bool drains = p->found && now - p->found < UROCE_PACE_DRAIN_NS;
+
+	p->found = 0;
+	return drains;
 }
 
 void uroce_pace_sent(struct uroce_pace *p)

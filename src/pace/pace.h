@@ -109,6 +109,16 @@
 #define UROCE_PACE_POLL_STREAK 8u
 #define UROCE_PACE_POLL_GAP_NS 100000ull /* 100 us */
 
+/*
+ * The drain after completions. Software that drains its CQ (libfabric's verbs provider reads
+ * until the CQ is empty) polls once more after taking the completions a round made, before it
+ * acts on them. A round for that poll is a receive call between a request's arrival and the
+ * reply, on every round trip; the round that made the completions took what the sockets had
+ * UROCE_PACE_DRAIN_NS ago at most, and a packet that came since is taken by the poll after.
+ * So the first empty poll within that time of a poll that found completions runs no round.
+ */
+#define UROCE_PACE_DRAIN_NS 2000ull /* 2 us */
+
 /* The progress thread sleeps at most this long, so that the counters are flushed now and then. */
 #define UROCE_PACE_SLEEP_MAX_NS 1000000000ull /* 1 s */
 
@@ -172,6 +182,7 @@ struct uroce_pace {
 	uint64_t held;	      /* bytes of the posts held back since the last send */
 	uint64_t reply_hold;  /* ACKs wait for the application's next post until then (0: not) */
 	uint64_t sleep_until; /* when the sleeping progress thread wakes at the latest (0: awake) */
+	uint64_t found;	      /* when a poll last found completions (0: an empty poll since) */
 	struct uroce_pace_spin spin;
 };
 
@@ -222,6 +233,12 @@ void uroce_pace_poll_ended(struct uroce_pace *p, uint64_t start, uint64_t end);
  * CQ empty would never take one.
  */
 void uroce_pace_poll_found(struct uroce_pace *p, uint64_t now);
+
+/*
+ * An application thread polled an empty CQ at now: is it the drain right after a poll that found
+ * completions (UROCE_PACE_DRAIN_NS), which runs no round? Either way the next empty poll is not.
+ */
+bool uroce_pace_poll_drains(struct uroce_pace *p, uint64_t now);
 
 /*
  * The CQ is still empty after the round: do the packets to send wait for the thread's next post

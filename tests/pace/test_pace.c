@@ -190,6 +190,7 @@ enum op {
 	OP_ROUND_SENDS, /* its round at t (a: pending, b: acks only after receiving): want the
 			 * enum uroce_pace_send */
 	OP_ROUND_ENDED, /* its round at t ended, n received, a: answered: want whether it spins */
+	OP_DRAINS,	/* an empty poll at t: want whether it runs no round (the drain) */
 };
 
 struct step {
@@ -263,6 +264,11 @@ struct step {
 #define ROUND_ENDED(t, got, answered, spins)                                 \
 	{                                                                    \
 		OP_ROUND_ENDED, (t), 0, (got), (answered), false, (spins), 0 \
+	}
+
+#define DRAINS(t, yes)                                       \
+	{                                                    \
+		OP_DRAINS, (t), 0, 0, false, false, (yes), 0 \
 	}
 
 /* A streak of 9 poll rounds 10 us apart from t0 (the first starts it, 8 more make it): the
@@ -422,6 +428,20 @@ static const struct step no_spin[] = {
 	PLAN(T + 11 * US, NEVER, false, false, UROCE_PACE_SLEEP_MAX_NS, 1),
 };
 
+/* The first empty poll within UROCE_PACE_DRAIN_NS of a poll that found completions runs no
+ * round; the next one does, and so does one that comes later. */
+static const struct step drain[] = {
+	FOUND(T, 0),
+	DRAINS(T + 1 * US, true),  /* the drain right after the completions */
+	DRAINS(T + 1 * US, false), /* only that one: this poll runs a round */
+	FOUND(T + 10 * US, 0),
+	FOUND(T + 11 * US, 0), /* completions again: the time is the last poll's */
+	DRAINS(T + 11 * US + UROCE_PACE_DRAIN_NS - 1, true),
+	FOUND(T + 20 * US, 0),
+	DRAINS(T + 20 * US + UROCE_PACE_DRAIN_NS, false), /* too late to be the drain */
+	DRAINS(T + 30 * US, false),			   /* no completions since */
+};
+
 static const struct scenario scenarios[] = {
 	{"a streak of polls takes the lease", false, true, streak, N_OF(streak)},
 	{"a gap starts the streak again", false, true, gap, N_OF(gap)},
@@ -432,6 +452,7 @@ static const struct scenario scenarios[] = {
 	{"ACKs wait for the next post", false, true, acks, N_OF(acks)},
 	{"the progress thread spins after answering", false, true, spins, N_OF(spins)},
 	{"the spin turned off", false, false, no_spin, N_OF(no_spin)},
+	{"the drain after completions runs no round", false, true, drain, N_OF(drain)},
 };
 
 /* Run one step on p; returns the decision (and *sockets for a plan). */
@@ -479,6 +500,8 @@ static uint64_t run_step(struct uroce_pace *p, const struct step *s, int *socket
 		return uroce_pace_round_sends(uroce_pace_reply_holds_now(p, s->t), s->a, s->b);
 	case OP_ROUND_ENDED:
 		return uroce_pace_round_ended(p, s->t, (int)s->n, s->a);
+	case OP_DRAINS:
+		return uroce_pace_poll_drains(p, s->t);
 	}
 	return 0;
 }
