@@ -208,9 +208,9 @@ static int do_write(struct uroce_qp *qp, const struct uroce_tpkt *t, unsigned fl
 /*
  * Mark res as having responses to send or not. Every change of a resource's `sending` goes
  * through here, so that resp.n_sending counts the valid resources that send: the engine asks
- * whether a QP has responses to send several times per round, and a walk over
- * max_dest_rd_atomic slots (128 for UCX and libfabric, which ask for the device's maximum) was
- * a large part of a small message's round trip.
+ * whether a QP has responses to send several times per round and per post, and UCX and
+ * libfabric ask for the device's maximum of max_dest_rd_atomic slots (128), over which a walk
+ * costs thousands of instructions per round trip.
  */
 static void res_set_sending(struct uroce_resp_state *r, struct uroce_rd_res *res, bool on)
 {
