@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -15,6 +16,19 @@
 #include "compat/rdmacm/rdmacm.h"
 
 static struct cma_chan *all_chans; /* every live channel (lock held) */
+
+/*
+ * Threads inside rdma_get_cm_event that have not yet taken cma_lock to become their channel's
+ * reader. rdma_destroy_event_channel lets them in first (entered, under cma_lock). In rdma-core
+ * a thread that loops on rdma_get_cm_event is back in its write(2) to the ucma file right after
+ * acknowledging an event, and another thread's destroy of the channel leaves it blocked there;
+ * here it must take cma_lock first, and a destroying thread that holds the lock through its
+ * teardown (rdma_destroy_id waits for the acknowledgement under it) would take it again and
+ * again ahead of the waiting reader, which would then find the channel gone (EBADF; rping's
+ * event thread exits the program with 255 on that).
+ */
+static atomic_uint entering;
+static pthread_cond_t entered = PTHREAD_COND_INITIALIZER;
 
 struct cma_chan *cma_chan_new(void)
 {
@@ -37,6 +51,7 @@ struct cma_chan *cma_chan_new(void)
 void cma_chans_forget(void)
 {
 	all_chans = NULL;
+	atomic_store(&entering, 0); /* the parent's threads are not the child's */
 }
 
 struct cma_chan *cma_chan_find(const struct rdma_event_channel *ch)
@@ -116,6 +131,8 @@ void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 	if (!channel)
 		return;
 	pthread_mutex_lock(&cma_lock);
+	while (atomic_load(&entering))
+		pthread_cond_wait(&entered, &cma_lock);
 	c = cma_chan_find(channel);
 	if (c) {
 		chan_close(c);
@@ -339,10 +356,13 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
 		errno = EINVAL;
 		return -1;
 	}
+	atomic_fetch_add(&entering, 1);
 	pthread_mutex_lock(&cma_lock);
 	c = cma_chan_find(channel);
 	if (c)
 		c->readers++;
+	if (atomic_fetch_sub(&entering, 1) == 1)
+		pthread_cond_broadcast(&entered);
 	pthread_mutex_unlock(&cma_lock);
 	if (!c) {
 		errno = EBADF;
