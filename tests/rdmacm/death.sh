@@ -75,14 +75,20 @@ v2v4) CAPF='ip and udp port 4791 and udp[8] = 0x64' ;;
 v2v6) CAPF='ip6 and udp port 4791 and ip6[48] = 0x64' ;;
 v1) CAPF='ether proto 0x8915 and ether[54] = 0x64' ;;
 esac
-inb dumpcap -q -i b0 -f "$CAPF" -w "$T/veth.pcapng" 2>"$T/dumpcap.err" &
+# dumpcap says "Capturing on" before its filter is in place, so the capture counts as started
+# once it has written a probe (a datagram from A to B's port 9, the file growing past its
+# header); the probes are left out before the capture is checked.
+inb dumpcap -q -P -i b0 -f "($CAPF) or (udp dst port 9)" -w "$T/veth.pcap" 2>"$T/dumpcap.err" &
 cap=$!
 for _ in $(seq 200); do
-	grep -q 'Capturing on' "$T/dumpcap.err" 2>/dev/null && break
+	[ "$(stat -c %s "$T/veth.pcap" 2>/dev/null || echo 0)" -gt 24 ] && break
 	kill -0 $cap 2>/dev/null || break
+	grep -q 'Capturing on' "$T/dumpcap.err" 2>/dev/null &&
+		ina bash -c "echo probe >/dev/udp/$B4/9" 2>/dev/null
 	timeout 0.05 tail -f /dev/null
 done
-grep -q 'Capturing on' "$T/dumpcap.err" || { cat "$T/dumpcap.err" >&2; fail "dumpcap did not start"; }
+[ "$(stat -c %s "$T/veth.pcap" 2>/dev/null || echo 0)" -gt 24 ] ||
+	{ cat "$T/dumpcap.err" >&2; fail "dumpcap did not start capturing on b0"; }
 
 ms() { echo $(($(date +%s%N) / 1000000)); }
 
@@ -319,8 +325,10 @@ done
 # message twice): REJs that only the dead can have sent (connect-*), DREQs (transfer-*, shared).
 kill -TERM "$(prog_pid $cap dumpcap)"
 wait $cap 2>/dev/null
-check_capture "$T/veth.pcapng" $ENC 1
-tshark -r "$T/veth.pcapng" -Y infiniband.mad -T fields -e infiniband.mad.attributeid \
+tshark -r "$T/veth.pcap" -Y '!(udp.dstport == 9)' -F pcap -w "$T/veth.roce.pcap" 2>/dev/null ||
+	fail "tshark cannot read the capture"
+check_capture "$T/veth.roce.pcap" $ENC 1
+tshark -r "$T/veth.roce.pcap" -Y infiniband.mad -T fields -e infiniband.mad.attributeid \
 	>"$T/mads.txt" 2>/dev/null
 rejs=$(grep -c '^0x0012$' "$T/mads.txt") dreqs=$(grep -c '^0x0015$' "$T/mads.txt")
 echo "on the veth: $rejs REJs (at least $((2 * REJ_WILLS)) from wills), $dreqs DREQs (at least $((2 * WILLS)) from wills)"
