@@ -51,7 +51,9 @@ struct cma_chan *cma_chan_new(void)
 void cma_chans_forget(void)
 {
 	all_chans = NULL;
-	atomic_store(&entering, 0); /* the parent's threads are not the child's */
+	/* The parent's threads are not the child's, nor are any waiting on the condition. */
+	atomic_store(&entering, 0);
+	entered = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
 }
 
 struct cma_chan *cma_chan_find(const struct rdma_event_channel *ch)
