@@ -75,20 +75,8 @@ v2v4) CAPF='ip and udp port 4791 and udp[8] = 0x64' ;;
 v2v6) CAPF='ip6 and udp port 4791 and ip6[48] = 0x64' ;;
 v1) CAPF='ether proto 0x8915 and ether[54] = 0x64' ;;
 esac
-# dumpcap says "Capturing on" before its filter is in place, so the capture counts as started
-# once it has written a probe (a datagram from A to B's port 9, the file growing past its
-# header); the probes are left out before the capture is checked.
-inb dumpcap -q -P -i b0 -f "($CAPF) or (udp dst port 9)" -w "$T/veth.pcap" 2>"$T/dumpcap.err" &
-cap=$!
-for _ in $(seq 200); do
-	[ "$(stat -c %s "$T/veth.pcap" 2>/dev/null || echo 0)" -gt 24 ] && break
-	kill -0 $cap 2>/dev/null || break
-	grep -q 'Capturing on' "$T/dumpcap.err" 2>/dev/null &&
-		ina bash -c "echo probe >/dev/udp/$B4/9" 2>/dev/null
-	timeout 0.05 tail -f /dev/null
-done
-[ "$(stat -c %s "$T/veth.pcap" 2>/dev/null || echo 0)" -gt 24 ] ||
-	{ cat "$T/dumpcap.err" >&2; fail "dumpcap did not start capturing on b0"; }
+capture_b0 "$T/veth.pcap" "$CAPF" # the probes are left out before the capture is checked
+cap=$CAP
 
 ms() { echo $(($(date +%s%N) / 1000000)); }
 

@@ -33,22 +33,9 @@ ina ethtool -k a0 | grep -q '^tx-udp-segmentation: off' || fail "a0 still segmen
 GA=$(gid_index a uroce_a0 "::ffff:$A4" v2) || exit 1
 GB=$(gid_index b uroce_b0 "::ffff:$B4" v2) || exit 1
 
-# The capture, on b0: both directions. dumpcap says "Capturing on" before its filter is in
-# place, so it counts as started once it has written a probe (a datagram to port 9, the file
-# growing past its header); waited for, bounded.
-inb dumpcap -q -P -B 64 -i b0 -f "udp port 4791 or udp port 9" -w "$T/wire.pcap" 2>"$T/dumpcap.err" &
-cap=$!
-for _ in $(seq 200); do
-	[ "$(stat -c %s "$T/wire.pcap" 2>/dev/null || echo 0)" -gt 24 ] && break
-	kill -0 $cap 2>/dev/null || break
-	grep -q "Capturing on" "$T/dumpcap.err" 2>/dev/null &&
-		ina bash -c "echo probe >/dev/udp/$B4/9" 2>/dev/null
-	sleep 0.05
-done
-[ "$(stat -c %s "$T/wire.pcap" 2>/dev/null || echo 0)" -gt 24 ] || {
-	cat "$T/dumpcap.err" >&2
-	fail "dumpcap did not start capturing on b0"
-}
+# The capture, on b0: both directions (capture_b0).
+capture_b0 "$T/wire.pcap" "udp port 4791" -B 64
+cap=$CAP
 
 PORT=18515
 ARGS=(-s 65536 -n 20 -m 1024 -c)

@@ -155,6 +155,27 @@ wait_listen() { # a|b PORT SERVER-PID
 # decodes as InfiniBand in the expected encapsulation; no malformed frame or expert error, with IP
 # and UDP checksum validation on), and scapy (tests/io/scapy_icrc.py: scapy's ICRC for v2/IPv4,
 # the zlib reference for v2/IPv6 and v1). At least MIN RoCE frames.
+# Capture b0 (in B, both directions) into FILE, classic pcap, with dumpcap: FILTER, and the
+# datagrams to B's UDP port 9. dumpcap says "Capturing on" before its filter is in place, so the
+# capture counts as started once it has written such a probe, sent from A (the file growing past
+# its header); waited for, bounded (10 s). Sets CAP, the capture's job. Readers leave the probes
+# out (udp.dstport == 9).
+capture_b0() { # FILE FILTER [DUMPCAP-OPTION...]
+	local f=$1 filt=$2
+	shift 2
+	inb dumpcap -q -P "$@" -i b0 -f "($filt) or (udp dst port 9)" -w "$f" 2>"$T/dumpcap.err" &
+	CAP=$!
+	for _ in $(seq 200); do
+		[ "$(stat -c %s "$f" 2>/dev/null || echo 0)" -gt 24 ] && return 0
+		kill -0 $CAP 2>/dev/null || break
+		grep -q "Capturing on" "$T/dumpcap.err" 2>/dev/null &&
+			ina bash -c "echo probe >/dev/udp/$B4/9" 2>/dev/null
+		timeout 0.05 tail -f /dev/null
+	done
+	cat "$T/dumpcap.err" >&2
+	fail "dumpcap did not start capturing on b0"
+}
+
 check_capture() { # FILE ENCAP(v2v4|v2v6|v1) MIN
 	local f=$1 enc=$2 min=$3 out st total ib inenc bad filt
 	out=$("$UROCE" pcap-check -q "$f" 2>&1)
