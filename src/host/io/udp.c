@@ -37,14 +37,17 @@
  *    split into packets here, each checked on its own (IPv4 ID solved per packet). Segments of
  *    one datagram that do not fit the caller's array are handed out by the next rx_burst()
  *    calls, which receive nothing new until they are gone (the ring stays valid). While other
- *    processes share the socket's group, GRO is off unless the interface is loopback: a
+ *    members share the socket's group (other processes, or other contexts of this one: an
+ *    application's and librdmacm's), GRO is off when the interface merges packets itself: a
  *    device's GRO may merge packets for several members' QPs (the kernel asks the socket the
  *    group's hash picks, not the steering program), and steering looks at the first packet
- *    only. Loopback merges nothing: its multi-packet datagrams are GSO sends, which the program
- *    steers whole with or without GRO, and ours hold one member's packets (above); receiving
- *    them whole saves a system call per packet. (Packets for a loopback
- *    address arriving on another device could still be merged: what lands at the wrong member
- *    is dropped and retransmitted by its sender.)
+ *    only. Loopback, and an interface whose GRO is off (veth's default), merge nothing: their
+ *    multi-packet datagrams are GSO sends, which the program steers whole with or without GRO,
+ *    and ours hold one member's packets (above); receiving them whole saves the kernel a
+ *    datagram per packet and us a system call per packet. The interface's GRO is asked again
+ *    every MERGE_CHECK_EVERY group checks (`ethtool -K` changes it). (Packets arriving merged
+ *    on another device, or merged before the interface changed its GRO, could still land at
+ *    the wrong member: they are dropped there and retransmitted by their sender.)
  *
  * The UDP source port is the bound port for every packet (a socket sends from its own port), not
  * the path's entropy port; receivers accept any (roce-reference 1.9). See fixed_sport.
@@ -81,6 +84,7 @@
 #include "host/io/share_members.h"
 #include "host/io/udp.h"
 #include "host/io/v2_rx.h"
+#include "host/os/ethtool.h"
 #include "host/os/netif.h"
 #include "host/os/v4mapped.h"
 #include "wire/bytes.h"
@@ -99,6 +103,9 @@
 #endif
 
 #define SHARE_CHECK_EVERY 64
+/* Group checks between two looks at whether the interface merges packets (the top of the
+ * file): two ioctls per this many times SHARE_CHECK_EVERY bursts. */
+#define MERGE_CHECK_EVERY 16
 /* Receive buffer per socket (what the kernel accounts: payload plus skb overhead). */
 #define UROCE_UDP_RCVBUF (32 << 20)
 #define TX_CTL_LEN (2 * CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(uint16_t)))
@@ -145,13 +152,15 @@ struct udp_be {
 	int tbatch; /* packets per send burst */
 	uint32_t slot;
 	bool want_gro;	   /* GRO allowed (cfg); on per socket while the group has one member */
-	bool gro_shared;   /* ... or always: the interface is loopback (see the top of the file) */
+	bool gro_shared;   /* ... or always: the interface merges nothing (the top of the file) */
+	bool loopback;	   /* the interface is a loopback device */
 	bool gso_once_off; /* the next send goes one datagram per packet (a GSO send failed) */
 	int rx_rr; /* socket to read first, round robin */
 	int hot;		/* the socket that had the last datagram */
 	unsigned hot_looks;	/* receive calls that looked at it alone since the last sweep */
 	const struct uroce_share_cfg *share; /* during open only */
 	unsigned share_tick;
+	unsigned merge_tick; /* group checks since the last look at the interface's GRO */
 	/* transmit scratch, batch entries each */
 	struct uroce_txframe *tf;
 	struct uroce_path *tpath; /* the path with the real source port */
@@ -243,7 +252,18 @@ static bool is_loopback(int ifindex)
 	       (flags & IFF_LOOPBACK);
 }
 
-/* GRO on while the socket is alone in its group, or on loopback (see the top of the file). */
+/*
+ * Whether every datagram holding several packets is one of our GSO sends: the interface is
+ * loopback or does no GRO of its own (the top of the file). Asked over fd, a socket of the
+ * interface's network namespace; an interface that cannot tell counts as merging.
+ */
+static bool merges_nothing(const struct udp_be *b, int fd)
+{
+	return b->loopback || (b->ifindex > 0 && uroce_ethtool_gro(fd, (unsigned)b->ifindex) == 0);
+}
+
+/* GRO on while the socket is alone in its group, or when nothing merges packets (the top of the
+ * file). */
 static void update_gro(const struct udp_be *b, struct udp_sock *s)
 {
 	bool on = b->want_gro && (!s->share || b->gro_shared || uroce_share_members(s->share) <= 1);
@@ -403,6 +423,8 @@ static int open_sock(struct udp_be *b, const struct uroce_backend_cfg *cfg, cons
 	/* GSO is sent per message (UDP_SEGMENT control message); the option says it exists. */
 	s->gso = !cfg->no_gso && getsockopt(fd, SOL_UDP, UDP_SEGMENT, &v, &vl) == 0;
 	s->gro = false;
+	if (b->ns == 0)
+		b->gro_shared = merges_nothing(b, fd);
 	update_gro(b, s);
 	b->ns++;
 	return 0;
@@ -457,7 +479,7 @@ static int open_backend(const struct uroce_backend_cfg *cfg, const struct uroce_
 			return -ENODEV;
 		}
 	}
-	b->gro_shared = b->ifindex && is_loopback(b->ifindex);
+	b->loopback = b->ifindex && is_loopback(b->ifindex);
 	/* A send burst holds a few GSO sends' worth of packets, whatever the receive batch. */
 	b->tbatch = b->batch < TX_BATCH_MIN ? TX_BATCH_MIN : b->batch;
 	size_t nb = (size_t)b->batch, nt = (size_t)b->tbatch;
@@ -1194,6 +1216,10 @@ static int udp_rx(struct uroce_backend *bb, struct uroce_rx_desc *out, int n)
 	/* Group changes (a member died, joined, left): never per burst. */
 	if (++b->share_tick >= SHARE_CHECK_EVERY) {
 		b->share_tick = 0;
+		if (b->ns > 0 && ++b->merge_tick >= MERGE_CHECK_EVERY) {
+			b->merge_tick = 0;
+			b->gro_shared = merges_nothing(b, b->s[0].fd);
+		}
 		for (int i = 0; i < b->ns; i++) {
 			if (!b->s[i].share)
 				continue;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Link speed over SIOCETHTOOL: ETHTOOL_GLINKSETTINGS, else the deprecated ETHTOOL_GSET; the
- * driver name (ETHTOOL_GDRVINFO) to tell veth's constant from a speed. */
+ * driver name (ETHTOOL_GDRVINFO) to tell veth's constant from a speed. GRO: ETHTOOL_GGRO. */
 #include "host/os/ethtool.h"
 
 #include <errno.h>
@@ -100,4 +100,20 @@ int uroce_ethtool_speed(int sock, const char *ifname, unsigned *mbps)
 	if (!err && is_veth(sock, ifname))
 		err = -ENODATA;
 	return err;
+}
+
+int uroce_ethtool_gro(int sock, unsigned ifindex)
+{
+	struct ethtool_value v;
+	struct ifreq ifr;
+	int err;
+
+	memset(&ifr, 0, sizeof(ifr));
+	ifr.ifr_ifindex = (int)ifindex;
+	if (ioctl(sock, SIOCGIFNAME, &ifr) != 0)
+		return -errno;
+	memset(&v, 0, sizeof(v));
+	v.cmd = ETHTOOL_GGRO;
+	err = ethtool_ioctl(sock, ifr.ifr_name, &v);
+	return err ? err : v.data != 0;
 }

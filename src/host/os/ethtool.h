@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The link speed an interface reports through ethtool (what `ethtool IFNAME` prints as
- * "Speed:"), for the port rate a RoCE device derives from its interface.
+ * "Speed:"), for the port rate a RoCE device derives from its interface; and whether it merges
+ * received packets (GRO), for the RoCE v2 backend's sockets.
  *
  * Design notes
  * - SIOCETHTOOL with ETHTOOL_GLINKSETTINGS, the kernel's current interface: a first call with
@@ -32,5 +33,13 @@
  * than IFNAMSIZ - 1; or another negative errno of the ioctl.
  */
 int uroce_ethtool_speed(int sock, const char *ifname, unsigned *mbps);
+
+/*
+ * Whether interface ifindex merges received packets (GRO, `ethtool -k`'s
+ * generic-receive-offload; the kernel turns hardware GRO off with it), asked over sock as
+ * above: 1 on, 0 off, -ENODEV when there is no such interface, or another negative errno.
+ * Needs no privilege.
+ */
+int uroce_ethtool_gro(int sock, unsigned ifindex);
 
 #endif
