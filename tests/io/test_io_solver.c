@@ -2,8 +2,8 @@
 /*
  * The RoCE v2 receive check fed directly (uroce_v2_rx_verify, no socket): the IPv4 ID solver
  * recovers every single ID bit and IDs with many bits at payload lengths 0 to 4096, every
- * single-bit error in the transport bytes or the ICRC is rejected, IPv6 gets the full check;
- * then the IDs of the Linux Soft-RoCE captures.
+ * single-bit error in the transport bytes or the ICRC is rejected, IPv6 gets the full check; a
+ * stream's lengths keep their solvers; then the IDs of the Linux Soft-RoCE captures.
  *
  *   test_io_solver [VECTORS]   VECTORS: the directory of the Soft-RoCE captures (tests/vectors)
  */
@@ -85,6 +85,60 @@ static void golden_ids(const char *dir)
 	printf("solver: %ld Soft-RoCE IPv4 packets (%ld with a non-zero ID): IDs recovered\n", pkts,
 	       nonzero);
 	CHECK(pkts > 100 && nonzero > 100);
+}
+
+/*
+ * A stream's lengths stay cached: the segments after the first of a GSO send (IDs 1, 2, ...)
+ * all need the solver, and a stream of 8256-byte sends at MTU 4096 alternates full packets
+ * (4112 bytes) and last ones (80), with READ responses (4116), ACKs (20) and WRITE firsts
+ * (4128) between them. Each length's solver is built once.
+ */
+static void stream_lengths(void)
+{
+	struct uroce_ipid_cache *cache = calloc(1, sizeof(*cache));
+	const struct {
+		uint8_t op;
+		uint32_t plen;
+	} pkts[] = {
+		{UROCE_OP_RC_SEND_FIRST, 4096},
+		{UROCE_OP_RC_SEND_LAST, 64},
+		{UROCE_OP_RC_READ_RESP_FIRST, 4096},
+		{UROCE_OP_RC_ACK, 0},
+		{UROCE_OP_RC_WRITE_FIRST, 4096},
+		{UROCE_OP_RC_SEND_MIDDLE, 4096},
+	};
+	const int n = (int)(sizeof(pkts) / sizeof(pkts[0]));
+	uint8_t src[16], dst[16];
+	static uint8_t dg[MAXPAY + 64];
+	int ok = 0;
+
+	gid4(src, "198.18.0.1");
+	gid4(dst, "198.18.0.2");
+	for (int i = 0; i < 1000; i++) {
+		struct sent s;
+		struct uroce_v2_rx_in in;
+		struct uroce_rx_desc d;
+		uint16_t id = (uint16_t)(1 + i % 15);
+
+		make_pkt(&s, pkts[i % n].op, (uint32_t)i, pkts[i % n].plen);
+		memset(&in, 0, sizeof(in));
+		in.encap = UROCE_ENCAP_V2_IPV4;
+		in.data = dg;
+		in.len = (uint32_t)v4_datagram(dg, &s, src, dst, 4791, 4791, id, NULL, NULL);
+		memcpy(in.src, src, 16);
+		memcpy(in.dst, dst, 16);
+		in.sport = 4791;
+		in.dport = 4791;
+		in.ttl = 64;
+		ok += uroce_v2_rx_verify(&d, cache, &in) == 0 && d.ip_id == id;
+	}
+	printf("solver: 1000 packets of a stream's five lengths verified, %llu solvers built\n",
+	       (unsigned long long)cache->builds);
+	CHECK(ok == 1000);
+	/* SEND_FIRST and SEND_MIDDLE share a length: five lengths, five solvers. */
+	CHECKF(cache->builds == 5, "%llu solvers built for five lengths",
+	       (unsigned long long)cache->builds);
+	free(cache);
 }
 
 static int test_solver(const char *vectors)
@@ -202,6 +256,7 @@ static int test_solver(const char *vectors)
 		CHECK(uroce_v2_rx_verify(&d, cache, &in) == -EBADMSG);
 	}
 	printf("solver: %ld IDs recovered, %ld corruptions rejected\n", solved, rejected);
+	stream_lengths();
 	if (vectors)
 		golden_ids(vectors);
 	free(cache);

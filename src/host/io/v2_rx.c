@@ -8,6 +8,26 @@
 #include "host/os/v4mapped.h"
 #include "wire/bytes.h"
 
+/* The solver for transport length len from the cache, built there if it is not. */
+static struct uroce_ipid_solver *cached_solver(struct uroce_ipid_cache *c, uint32_t len)
+{
+	unsigned set = ((len * 0x9E3779B1u) >> 16) % UROCE_IPID_SETS;
+	struct uroce_ipid_solver *w = c->s[set];
+
+	for (unsigned i = 0; i < 2; i++) {
+		if (w[i].roce_len == len) {
+			c->older[set] = (uint8_t)(1 - i);
+			return &w[i];
+		}
+	}
+	unsigned v = c->older[set];
+
+	uroce_ipid_solver_init(&w[v], len);
+	c->builds++;
+	c->older[set] = (uint8_t)(1 - v);
+	return &w[v];
+}
+
 int uroce_v2_rx_verify(struct uroce_rx_desc *d, struct uroce_ipid_cache *cache,
 		       const struct uroce_v2_rx_in *in)
 {
@@ -56,9 +76,7 @@ int uroce_v2_rx_verify(struct uroce_rx_desc *d, struct uroce_ipid_cache *cache,
 		struct uroce_ipid_solver local, *s = &local;
 
 		if (cache) {
-			s = &cache->s[in->len % UROCE_IPID_CACHE];
-			if (s->roce_len != in->len)
-				uroce_ipid_solver_init(s, in->len);
+			s = cached_solver(cache, in->len);
 		} else {
 			uroce_ipid_solver_init(s, in->len);
 		}

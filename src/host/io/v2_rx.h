@@ -11,10 +11,19 @@
 #include "host/io/backend.h"
 #include "wire/icrc.h"
 
-/* Solvers for the IPv4 ID by transport length, a small direct-mapped cache. */
-#define UROCE_IPID_CACHE 32
+/*
+ * Solvers for the IPv4 ID by transport length: UROCE_IPID_SETS sets of two, a length's set
+ * picked by a multiplicative hash, the set's older solver replaced on a miss. Building a solver
+ * costs about a microsecond, so the lengths of one stream must not evict each other: a GSO send's
+ * segments after the first all need solving (their IDs are 1, 2, ...), and a message's full and
+ * last packets alternate (4112 and 80 bytes for 8256-byte sends at MTU 4096, which a
+ * direct-mapped cache indexed by the length's low bits put in one slot).
+ */
+#define UROCE_IPID_SETS 16
 struct uroce_ipid_cache {
-	struct uroce_ipid_solver s[UROCE_IPID_CACHE]; /* roce_len 0: empty */
+	struct uroce_ipid_solver s[UROCE_IPID_SETS][2]; /* roce_len 0: empty */
+	uint8_t older[UROCE_IPID_SETS];			/* the way to replace next */
+	uint64_t builds;				/* solvers built (for tests) */
 };
 
 /*
