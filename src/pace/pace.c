@@ -27,7 +27,7 @@ bool uroce_pace_post_holds(uint64_t now, uint64_t lease_end, uint64_t last_post,
 bool uroce_pace_reply_holds(uint64_t app_polled, uint64_t last_post, uint64_t hold_end,
 			    uint64_t now)
 {
-	return app_polled && last_post && now - last_post < UROCE_PACE_POST_RENEW_NS &&
+	return app_polled && last_post && now - last_post < UROCE_PACE_REPLY_POSTER_NS &&
 	       (!hold_end || now < hold_end);
 }
 

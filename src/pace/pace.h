@@ -75,7 +75,7 @@
 
 /*
  * ACKs wait for the next post. When all a thread that busy-polls (it took a lease and has not
- * armed a completion channel since) and posts (its last post within UROCE_PACE_POST_RENEW_NS)
+ * armed a completion channel since) and posts (its last post within UROCE_PACE_REPLY_POSTER_NS)
  * has to send is ACKs, they wait up to UROCE_PACE_REPLY_HOLD_NS after the round that made them
  * for its next post, which sends them behind what it posts; once the time is up, its next poll
  * sends them, or the progress thread. This covers the ACKs its own poll rounds make and those of
@@ -86,6 +86,12 @@
  * its ACKs: they are not held.
  */
 #define UROCE_PACE_REPLY_HOLD_NS 10000ull /* 10 us */
+/*
+ * A thread posts, for the hold above, when its last post is this recent: a ping-pong's round
+ * trip. A receiver that posts now and then (UCX's flow-control grants on a stream, every few
+ * hundred microseconds) is a receiver: its sender waits for those ACKs to complete its sends.
+ */
+#define UROCE_PACE_REPLY_POSTER_NS 100000ull /* 100 us */
 
 /*
  * The progress thread's spin. It answers a peer's RDMA READ or atomic by itself (no completion,

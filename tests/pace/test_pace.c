@@ -20,6 +20,7 @@
 #define B     UROCE_PACE_POST_BURST_NS
 #define G     UROCE_PACE_POST_BURST_BYTES
 #define H     UROCE_PACE_REPLY_HOLD_NS
+#define P     UROCE_PACE_REPLY_POSTER_NS
 #define S     UROCE_PACE_SPIN_NS
 #define NEVER UINT64_MAX
 
@@ -107,8 +108,9 @@ static void reply_holds(void)
 		{T - 500, T - 900, 0, T, true, "a poller that posts: held"},
 		{0, T - 900, 0, T, false, "none polls: sent at once"},
 		{T - 500, 0, 0, T, false, "it never posted"},
-		{T - 500, T - R, 0, T, false, "nor lately"},
-		{T - 500, T - R + 1, 0, T, true, "its last post just within R"},
+		{T - 500, T - P, 0, T, false, "nor lately"},
+		{T - 500, T - P + 1, 0, T, true, "its last post just within P"},
+		{T - 500, T - 300 * US, 0, T, false, "a receiver's grant 300 us ago"},
 		{T - 500, T - 900, T + H - 1, T, true, "within a hold"},
 		{T - 500, T - 900, T, T, false, "the hold is over"},
 		{0, T - 900, T + H, T, false, "a hold, but none polls"},
