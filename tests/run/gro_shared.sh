@@ -54,22 +54,25 @@ pingpong() { # PORT SERVER-PID
 	[ "$sst" -eq 0 ] && [ "$cst" -eq 0 ] || fail "ibv_rc_pingpong on port $1: server $sst, client $cst"
 }
 
+# A second server on PORT shares the device with the idle one; one pingpong with it, and
+# io_rx_gro_recvs before and after must compare with OP (-gt: grew, -eq: unchanged).
+shared_pingpong() { # PORT WHAT OP FAILURE
+	local before after
+	server "$1"
+	before=$(gro_recvs)
+	pingpong "$1" $SPID
+	after=$(gro_recvs)
+	echo "$2, two members: io_rx_gro_recvs $before -> $after"
+	[ "$after" "$3" "$before" ] || fail "$4"
+}
+
 server 18601
 idle=$SPID
-server 18602
-before=$(gro_recvs)
-pingpong 18602 $SPID
-after=$(gro_recvs)
-echo "interface GRO off, two members: io_rx_gro_recvs $before -> $after"
-[ "$after" -gt "$before" ] || fail "GSO sends were not received whole by a member of a shared group"
-
+shared_pingpong 18602 "interface GRO off" -gt \
+	"GSO sends were not received whole by a member of a shared group"
 inb ethtool -K b0 gro on >/dev/null || fail "ethtool -K b0 gro on"
-server 18603
-before=$(gro_recvs)
-pingpong 18603 $SPID
-after=$(gro_recvs)
-echo "interface GRO on, two members: io_rx_gro_recvs $before -> $after"
-[ "$after" -eq "$before" ] || fail "GRO stayed on in a shared group on an interface that merges packets"
+shared_pingpong 18603 "interface GRO on" -eq \
+	"GRO stayed on in a shared group on an interface that merges packets"
 
 kill "$idle"
 wait "$idle" 2>/dev/null

@@ -16,8 +16,8 @@
  * picked by a multiplicative hash, the set's older solver replaced on a miss. Building a solver
  * costs about a microsecond, so the lengths of one stream must not evict each other: a GSO send's
  * segments after the first all need solving (their IDs are 1, 2, ...), and a message's full and
- * last packets alternate (4112 and 80 bytes for 8256-byte sends at MTU 4096, which a
- * direct-mapped cache indexed by the length's low bits put in one slot).
+ * last packets alternate (4112 and 80 bytes for 8256-byte sends at MTU 4096, lengths whose low
+ * bits are equal: the hash and the second way keep both).
  */
 #define UROCE_IPID_SETS 16
 struct uroce_ipid_cache {
