@@ -25,6 +25,8 @@
  * - dead handles (issue 17): after a rejected connection, every call on the destroyed id and
  *   channel, and on pointers never created, fails with EINVAL (id) or EBADF (channel) without
  *   reading them (under ASan: no use-after-free); a channel destroyed under a live id.
+ * - devices open when an id needs them: a channel and a wildcard bind open none, a wildcard
+ *   listen opens them all;
  * Every wait is a bounded poll on the channel fd.
  */
 #include <arpa/inet.h>
@@ -161,6 +163,54 @@ static void list_fds(void)
 		fprintf(stderr, "  fd %s -> %s\n", e->d_name, target);
 	}
 	closedir(d);
+}
+
+/* The process's sockets (a device's context holds its UDP sockets). */
+static int count_sockets(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)) != NULL) {
+		char path[300], target[64];
+		ssize_t k;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		k = readlink(path, target, sizeof(target) - 1);
+		n += k > 7 && strncmp(target, "socket:", 7) == 0;
+	}
+	closedir(d);
+	return n;
+}
+
+/*
+ * Devices open when an id needs them, as rdma-core's librdmacm: a channel, an id and a bind to a
+ * wildcard address open none (a program that also opens the device with the verbs, as UCX does,
+ * holds one context, not two); a wildcard listen opens every device. First of the tests: nothing
+ * is open before it.
+ */
+static void test_lazy_devices(void)
+{
+	int before = count_sockets();
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_in a = sin4(next_port++);
+	struct rdma_cm_id *id = NULL;
+
+	CHECK(ch != NULL);
+	CHECK_EQ(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	a.sin_addr.s_addr = htonl(INADDR_ANY);
+	CHECK_EQ(rdma_bind_addr(id, (struct sockaddr *)&a), 0);
+	CHECKF(count_sockets() == before, "a channel and a wildcard bind opened sockets: %d -> %d",
+	       before, count_sockets());
+	CHECK_EQ(rdma_listen(id, 4), 0);
+	CHECKF(count_sockets() > before, "a wildcard listen opened no device (%d sockets)", before);
+	CHECK_EQ(rdma_destroy_id(id), 0);
+	rdma_destroy_event_channel(ch);
 }
 
 /* A QP with its own CQ on id (rdma_create_qp with the id's device's default PD). */
@@ -1183,6 +1233,7 @@ int main(int argc, char **argv)
 	if (argc > 1)
 		ip4 = argv[1];
 	next_port = (uint16_t)(20000 + (getpid() % 20000));
+	test_lazy_devices();
 	test_channel_and_errors();
 	test_dead_handles();
 	test_default_tos();

@@ -20,6 +20,10 @@
 
 #include "compat/rdmacm/rdmacm.h"
 #include "compat/ibverbs_for_rdmacm.h"
+#include "compat/rdmacm/addr.h"
+#include "host/config/device.h"
+#include "host/config/gid.h"
+#include "host/config/rundir.h"
 #include "wire/mad.h"
 
 #define UROCE_CMA_RECVS 64
@@ -39,7 +43,9 @@ static struct {
 	int err;
 	int ndev;
 	struct cma_dev *devs;
+	struct ibv_device **list;
 	int epfd, wakefd;
+	bool started; /* the CM thread and the will */
 	pthread_t thread;
 	pid_t pid; /* the process that opened the devices (not a forked child) */
 } g = {.once = PTHREAD_ONCE_INIT};
@@ -398,7 +404,7 @@ static int agent_open(struct cma_dev *d)
 	if (ibv_req_notify_cq(d->cq, 0))
 		return -EIO;
 	d->gsi_ready = true;
-	return uroce_ibv_gsi_steer(d->verbs, NULL, 0);
+	return 0;
 }
 
 /* ---- the CM thread ---------------------------------------------------------------------- */
@@ -458,31 +464,114 @@ static void *cm_thread(void *arg)
 	return NULL;
 }
 
-/* Whether an opened device has a RoCE v1 GID (its connections may then need a RoCE v1 will). */
+/* Whether a device may carry RoCE v1 connections (its definition has v1), which then need a
+ * RoCE v1 will. */
 static bool any_v1(void)
 {
-	for (int i = 0; i < g.ndev; i++) {
-		struct ibv_gid_entry e[64];
-		ssize_t k = ibv_query_gid_table(g.devs[i].verbs, e, 64, 0);
+	char rundir[256];
 
-		for (ssize_t j = 0; j < k; j++)
-			if (e[j].gid_type == IBV_GID_TYPE_ROCE_V1)
-				return true;
+	if (uroce_rundir_path(rundir, sizeof(rundir)))
+		return false;
+	for (int i = 0; i < g.ndev; i++) {
+		struct uroce_devdef def;
+
+		if (uroce_dev_find(rundir, ibv_get_device_name(g.devs[i].ibdev), &def) == 0 &&
+		    (def.roce & UROCE_ROCE_V1))
+			return true;
 	}
 	return false;
 }
 
+/* The CM thread and the last will, with the first device opened. Lock held. */
+static void start_thread(void)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+	pthread_attr_t at;
+
+	g.started = true;
+	/* A watchdog sends our DREQs if this process dies (will.h); without it, peers learn
+	 * of a dead process from their own timeouts only. */
+	cma_will_start(any_v1());
+	epoll_ctl(g.epfd, EPOLL_CTL_ADD, g.wakefd, &ev);
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&g.thread, &at, cm_thread, NULL))
+		fprintf(stderr, "uroce: no connection manager thread: %s\n", strerror(errno));
+	pthread_attr_destroy(&at);
+}
+
+int cma_dev_open(struct cma_dev *d)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = d};
+	int err;
+
+	if (d->opened)
+		return d->verbs ? 0 : d->open_err;
+	d->opened = true;
+	errno = 0;
+	d->verbs = ibv_open_device(d->ibdev);
+	if (!d->verbs) {
+		d->open_err = errno ? -errno : -ENODEV;
+		return d->open_err;
+	}
+	if (!g.started)
+		start_thread();
+	err = agent_open(d);
+	if (err) {
+		fprintf(stderr, "uroce: %s: no connection manager on this device: %s\n", d->name,
+			strerror(-err));
+		return 0;
+	}
+	epoll_ctl(g.epfd, EPOLL_CTL_ADD, d->cch->fd, &ev);
+	cma_steer_update(); /* the listens made before it was opened */
+	return 0;
+}
+
+void cma_dev_open_all(void)
+{
+	for (int i = 0; i < g.ndev; i++)
+		cma_dev_open(&g.devs[i]);
+}
+
+/* Whether the unopened device d's table, built from its interface, holds gid. */
+static bool table_has(const struct cma_dev *d, const uint8_t gid[16])
+{
+	static struct uroce_gid_entry e[UROCE_GID_TABLE_MAX];
+	struct uroce_devdef def;
+	char rundir[256];
+	int n;
+
+	if (uroce_rundir_path(rundir, sizeof(rundir)) ||
+	    uroce_dev_find(rundir, ibv_get_device_name(d->ibdev), &def))
+		return false;
+	n = uroce_gid_table_build(&def, e, UROCE_GID_TABLE_MAX);
+	for (int i = 0; i < n; i++)
+		if (!memcmp(e[i].gid, gid, 16))
+			return true;
+	return false;
+}
+
+struct cma_dev *cma_dev_with_gid(const uint8_t gid[16])
+{
+	for (int i = 0; i < g.ndev; i++) {
+		struct cma_dev *d = &g.devs[i];
+
+		if (d->verbs ? cma_gid_find(d->verbs, gid, -1) >= 0
+			     : !d->opened && table_has(d, gid) && cma_dev_open(d) == 0)
+			return d;
+	}
+	return NULL;
+}
+
 static void init_once(void)
 {
-	struct ibv_device **list;
 	int n = 0;
 
 	g.pid = getpid();
-	list = ibv_get_device_list(&n);
-	if (!list || n == 0) {
+	/* The contexts opened later keep their devices: the list stays (as rdma-core's). */
+	g.list = ibv_get_device_list(&n);
+	if (!g.list || n == 0) {
 		g.err = -ENODEV;
-		if (list)
-			ibv_free_device_list(list);
 		return;
 	}
 	g.devs = calloc((size_t)n, sizeof(*g.devs));
@@ -492,43 +581,9 @@ static void init_once(void)
 		g.err = -ENOMEM;
 		return;
 	}
-	for (int i = 0; i < n; i++) {
-		struct cma_dev *d = &g.devs[g.ndev];
-		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = d};
-		int err;
-
-		d->verbs = ibv_open_device(list[i]);
-		if (!d->verbs)
-			continue;
-		g.ndev++;
-		err = agent_open(d);
-		if (err) {
-			fprintf(stderr, "uroce: %s: no connection manager on this device: %s\n",
-				d->name, strerror(-err));
-			continue;
-		}
-		epoll_ctl(g.epfd, EPOLL_CTL_ADD, d->cch->fd, &ev);
-	}
-	/* A watchdog sends our DREQs if this process dies (will.h); without it, peers learn
-	 * of a dead process from their own timeouts only. */
-	cma_will_start(any_v1());
-	/* The contexts keep their devices: the list itself can go (rdma-core keeps it). */
-	ibv_free_device_list(list);
-	if (g.ndev == 0) {
-		g.err = -ENODEV;
-		return;
-	}
-	{
-		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
-		pthread_attr_t at;
-
-		epoll_ctl(g.epfd, EPOLL_CTL_ADD, g.wakefd, &ev);
-		pthread_attr_init(&at);
-		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-		if (pthread_create(&g.thread, &at, cm_thread, NULL))
-			g.err = -EAGAIN;
-		pthread_attr_destroy(&at);
-	}
+	for (int i = 0; i < n; i++)
+		g.devs[i].ibdev = g.list[i];
+	g.ndev = n;
 }
 
 int cma_init(void)
@@ -540,7 +595,7 @@ int cma_init(void)
 struct ibv_context **rdma_get_devices(int *num_devices)
 {
 	struct ibv_context **v;
-	int err = cma_init();
+	int n = 0, err = cma_init();
 
 	if (err) {
 		if (num_devices)
@@ -553,10 +608,14 @@ struct ibv_context **rdma_get_devices(int *num_devices)
 		errno = ENOMEM;
 		return NULL;
 	}
+	pthread_mutex_lock(&cma_lock);
+	cma_dev_open_all();
 	for (int i = 0; i < g.ndev; i++)
-		v[i] = g.devs[i].verbs;
+		if (g.devs[i].verbs)
+			v[n++] = g.devs[i].verbs;
+	pthread_mutex_unlock(&cma_lock);
 	if (num_devices)
-		*num_devices = g.ndev;
+		*num_devices = n;
 	return v;
 }
 

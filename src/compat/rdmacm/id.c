@@ -293,11 +293,7 @@ static int bind_locked(struct cma_id *id, const struct sockaddr *src, bool wildc
 	id->dev = NULL;
 	if (!wildcard) {
 		cma_gid_of_sa(src, gid);
-		for (int i = 0; i < cma_ndevs(); i++)
-			if (cma_gid_find(cma_devs(i)->verbs, gid, -1) >= 0) {
-				id->dev = cma_devs(i);
-				break;
-			}
+		id->dev = cma_dev_with_gid(gid);
 		if (!id->dev)
 			return -EADDRNOTAVAIL;
 		memcpy(id->sgid, gid, 16);
@@ -540,6 +536,8 @@ int rdma_listen(struct rdma_cm_id *cid, int backlog)
 		err = -EINVAL;
 		goto out;
 	}
+	if (!id->dev)
+		cma_dev_open_all(); /* a wildcard listen takes requests on every device */
 	id->state = CMA_LISTEN;
 	id->backlog = backlog > 0 ? backlog : 1024;
 	err = cma_steer_update();

@@ -6,8 +6,9 @@
  * - cma_id wraps the public struct rdma_cm_id; cma_chan wraps struct rdma_event_channel (an
  *   eventfd in semaphore mode counts the queued events, so the fd polls readable while events
  *   wait and a blocking read is rdma_get_cm_event's wait).
- * - One CM agent per device (cma_dev): the shared ibv_context of our libibverbs, QP1 with its
- *   receive and send buffers, and the sans-I/O IB CM engine (src/cm/ibcm.h).
+ * - One CM agent per device (cma_dev), opened when an id first needs the device: the shared
+ *   ibv_context of our libibverbs, QP1 with its receive and send buffers, and the sans-I/O IB CM
+ *   engine (src/cm/ibcm.h).
  * - One CM thread per process plays the kernel: it waits on every agent's completion channel,
  *   a wake-up eventfd and the CM engines' next deadline, feeds received MADs and the time to the
  *   engines, and turns their events into rdma_cm events on the ids' channels.
@@ -88,7 +89,9 @@ enum cma_state {
 };
 
 struct cma_dev {
-	struct ibv_context *verbs; /* shared by every id on the device */
+	struct ibv_device *ibdev;
+	bool opened;		   /* cma_dev_open ran: verbs is set, or the device would not open */
+	struct ibv_context *verbs; /* shared by every id on the device; NULL until opened */
 	char name[64];
 	struct ibv_pd *pd;
 	struct ibv_comp_channel *cch;
@@ -102,6 +105,7 @@ struct cma_dev {
 	uint8_t active_mtu;
 	uint64_t node_guid; /* host order */
 	bool gsi_ready;
+	int open_err; /* ibv_open_device's error, when opened and verbs is NULL */
 	uint64_t cm_counted[UROCE_IBCM_C_COUNT]; /* the engine's counts in the counter file */
 };
 
@@ -146,12 +150,25 @@ struct cma_id {
 
 extern pthread_mutex_t cma_lock;
 
-/* Open every device once (shared contexts) and start the CM thread. 0 or -ENODEV, -errno. */
+/*
+ * List the devices, once. A device is opened (its context, shared by every id on it, its QP1
+ * agent, and with the first one the CM thread and the last will) only when an id needs it, as
+ * rdma-core's librdmacm does: a process that creates a channel and uses the verbs itself (UCX,
+ * MPI) then holds one context per device, not two. 0 or -ENODEV, -errno.
+ */
 int cma_init(void);
-/* The agents, one per device. */
+/* The devices in the verbs' order, opened or not. */
 int cma_ndevs(void);
 struct cma_dev *cma_devs(int i);
 struct cma_dev *cma_dev_of_verbs(struct ibv_context *verbs);
+/* Open d if it is not yet (lock held): 0 when d->verbs is usable (its agent may still have
+ * failed: gsi_ready false), or the negative errno of ibv_open_device. Tried once. */
+int cma_dev_open(struct cma_dev *d);
+/* Open every device (rdma_get_devices, a wildcard listen). Lock held. */
+void cma_dev_open_all(void);
+/* The device whose GID table holds gid, opened; NULL when none does. Unopened devices are
+ * looked at through their interface (host/config/gid.h) and only the one found is opened. */
+struct cma_dev *cma_dev_with_gid(const uint8_t gid[16]);
 /* Wait (bounded) until the MADs posted on d's QP1 have been sent. Lock held (dropped while
  * waiting). */
 void cma_dev_flush(struct cma_dev *d);
@@ -231,7 +248,7 @@ void cma_mc_free_all(struct cma_id *id);
 void cma_event_forget_mc(struct cma_id *id, const struct cma_mc *mc);
 
 /* will.c: the CM messages a watchdog sends when this process is gone (will.h). Lock held.
- * cma_will_start: v1 says a device has RoCE v1 GIDs (the watchdog then gets a packet socket).
+ * cma_will_start: v1 says a device may have RoCE v1 GIDs (the watchdog then gets a packet socket).
  * cma_will_sync: id's will follows its connection's state (call after every change of it):
  * the message the kernel's CM would send for it on the process's death, or none. */
 int cma_will_start(bool v1);
