@@ -114,7 +114,8 @@ static void expect_ack(struct rdma_event_channel *ch, enum rdma_cm_event_type ty
 		rdma_ack_cm_event(ev);
 }
 
-static int count_fds_once(void)
+/* The process's descriptors, or those whose target starts with prefix ("socket:"). */
+static int count_fds_once(const char *prefix)
 {
 	DIR *d = opendir("/proc/self/fd");
 	struct dirent *e;
@@ -122,8 +123,20 @@ static int count_fds_once(void)
 
 	if (!d)
 		return -1;
-	while ((e = readdir(d)) != NULL)
-		n += e->d_name[0] != '.';
+	while ((e = readdir(d)) != NULL) {
+		char path[300], target[64];
+		ssize_t k;
+
+		if (e->d_name[0] == '.')
+			continue;
+		if (!prefix) {
+			n++;
+			continue;
+		}
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		k = readlink(path, target, sizeof(target) - 1);
+		n += k >= (ssize_t)strlen(prefix) && strncmp(target, prefix, strlen(prefix)) == 0;
+	}
 	closedir(d);
 	return n;
 }
@@ -132,10 +145,10 @@ static int count_fds_once(void)
  * counts is the process's own. */
 static int count_fds(void)
 {
-	int min = count_fds_once();
+	int min = count_fds_once(NULL);
 
 	for (int i = 0; i < 20; i++) {
-		int n = count_fds_once();
+		int n = count_fds_once(NULL);
 
 		if (n < min)
 			min = n;
@@ -168,24 +181,7 @@ static void list_fds(void)
 /* The process's sockets (a device's context holds its UDP sockets). */
 static int count_sockets(void)
 {
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d)) != NULL) {
-		char path[300], target[64];
-		ssize_t k;
-
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
-		k = readlink(path, target, sizeof(target) - 1);
-		n += k > 7 && strncmp(target, "socket:", 7) == 0;
-	}
-	closedir(d);
-	return n;
+	return count_fds_once("socket:");
 }
 
 /*

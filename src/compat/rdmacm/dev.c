@@ -533,8 +533,9 @@ void cma_dev_open_all(void)
 		cma_dev_open(&g.devs[i]);
 }
 
-/* Whether the unopened device d's table, built from its interface, holds gid. */
-static bool table_has(const struct cma_dev *d, const uint8_t gid[16])
+/* Whether the unopened device d's table, built from its interface, holds gid: 1 or 0, or -1
+ * when its definition cannot be read (the caller then opens it to look). */
+static int table_has(const struct cma_dev *d, const uint8_t gid[16])
 {
 	static struct uroce_gid_entry e[UROCE_GID_TABLE_MAX];
 	struct uroce_devdef def;
@@ -543,12 +544,12 @@ static bool table_has(const struct cma_dev *d, const uint8_t gid[16])
 
 	if (uroce_rundir_path(rundir, sizeof(rundir)) ||
 	    uroce_dev_find(rundir, ibv_get_device_name(d->ibdev), &def))
-		return false;
+		return -1;
 	n = uroce_gid_table_build(&def, e, UROCE_GID_TABLE_MAX);
 	for (int i = 0; i < n; i++)
 		if (!memcmp(e[i].gid, gid, 16))
-			return true;
-	return false;
+			return 1;
+	return 0;
 }
 
 struct cma_dev *cma_dev_with_gid(const uint8_t gid[16])
@@ -556,8 +557,9 @@ struct cma_dev *cma_dev_with_gid(const uint8_t gid[16])
 	for (int i = 0; i < g.ndev; i++) {
 		struct cma_dev *d = &g.devs[i];
 
-		if (d->verbs ? cma_gid_find(d->verbs, gid, -1) >= 0
-			     : !d->opened && table_has(d, gid) && cma_dev_open(d) == 0)
+		if (!d->opened && table_has(d, gid) != 0)
+			cma_dev_open(d);
+		if (d->verbs && cma_gid_find(d->verbs, gid, -1) >= 0)
 			return d;
 	}
 	return NULL;
