@@ -300,6 +300,10 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
+	/* The child's copy of the device list holds a reference to each device: dropped (contexts
+	 * opened from it hold their own). */
+	if (g.list)
+		ibv_free_device_list(g.list);
 	if (g.pid) {
 		if (g.epfd >= 0)
 			close(g.epfd);
