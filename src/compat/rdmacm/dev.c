@@ -468,19 +468,24 @@ static void *cm_thread(void *arg)
 	return NULL;
 }
 
-/* Whether a device may carry RoCE v1 connections (its definition has v1), which then need a
- * RoCE v1 will. */
-static bool any_v1(void)
+/* d's definition (host/config/device.h), read without opening it. 0 or a negative errno. */
+static int dev_def(const struct cma_dev *d, struct uroce_devdef *def)
 {
 	char rundir[256];
 
 	if (uroce_rundir_path(rundir, sizeof(rundir)))
-		return false;
+		return -ENOENT;
+	return uroce_dev_find(rundir, ibv_get_device_name(d->ibdev), def);
+}
+
+/* Whether a device may carry RoCE v1 connections (its definition has v1), which then need a
+ * RoCE v1 will. */
+static bool any_v1(void)
+{
 	for (int i = 0; i < g.ndev; i++) {
 		struct uroce_devdef def;
 
-		if (uroce_dev_find(rundir, ibv_get_device_name(g.devs[i].ibdev), &def) == 0 &&
-		    (def.roce & UROCE_ROCE_V1))
+		if (dev_def(&g.devs[i], &def) == 0 && (def.roce & UROCE_ROCE_V1))
 			return true;
 	}
 	return false;
@@ -504,37 +509,36 @@ static void start_thread(void)
 	pthread_attr_destroy(&at);
 }
 
-int cma_dev_open(struct cma_dev *d)
+/* Open d if it was not tried yet (lock held): its context (d->verbs, NULL when the device
+ * would not open), its agent (gsi_ready when it came up), and with the first device the CM
+ * thread and the will. */
+static void dev_open(struct cma_dev *d)
 {
 	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = d};
 	int err;
 
 	if (d->opened)
-		return d->verbs ? 0 : d->open_err;
+		return;
 	d->opened = true;
-	errno = 0;
 	d->verbs = ibv_open_device(d->ibdev);
-	if (!d->verbs) {
-		d->open_err = errno ? -errno : -ENODEV;
-		return d->open_err;
-	}
+	if (!d->verbs)
+		return;
 	if (!g.started)
 		start_thread();
 	err = agent_open(d);
 	if (err) {
 		fprintf(stderr, "uroce: %s: no connection manager on this device: %s\n", d->name,
 			strerror(-err));
-		return 0;
+		return;
 	}
 	epoll_ctl(g.epfd, EPOLL_CTL_ADD, d->cch->fd, &ev);
 	cma_steer_update(); /* the listens made before it was opened */
-	return 0;
 }
 
 void cma_dev_open_all(void)
 {
 	for (int i = 0; i < g.ndev; i++)
-		cma_dev_open(&g.devs[i]);
+		dev_open(&g.devs[i]);
 }
 
 /* Whether the unopened device d's table, built from its interface, holds gid: 1 or 0, or -1
@@ -543,11 +547,9 @@ static int table_has(const struct cma_dev *d, const uint8_t gid[16])
 {
 	static struct uroce_gid_entry e[UROCE_GID_TABLE_MAX];
 	struct uroce_devdef def;
-	char rundir[256];
 	int n;
 
-	if (uroce_rundir_path(rundir, sizeof(rundir)) ||
-	    uroce_dev_find(rundir, ibv_get_device_name(d->ibdev), &def))
+	if (dev_def(d, &def))
 		return -1;
 	n = uroce_gid_table_build(&def, e, UROCE_GID_TABLE_MAX);
 	for (int i = 0; i < n; i++)
@@ -562,7 +564,7 @@ struct cma_dev *cma_dev_with_gid(const uint8_t gid[16])
 		struct cma_dev *d = &g.devs[i];
 
 		if (!d->opened && table_has(d, gid) != 0)
-			cma_dev_open(d);
+			dev_open(d);
 		if (d->verbs && cma_gid_find(d->verbs, gid, -1) >= 0)
 			return d;
 	}

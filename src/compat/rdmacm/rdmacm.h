@@ -90,7 +90,7 @@ enum cma_state {
 
 struct cma_dev {
 	struct ibv_device *ibdev;
-	bool opened;		   /* cma_dev_open ran: verbs is set, or the device would not open */
+	bool opened;		   /* tried: verbs is set, or the device would not open */
 	struct ibv_context *verbs; /* shared by every id on the device; NULL until opened */
 	char name[64];
 	struct ibv_pd *pd;
@@ -105,7 +105,6 @@ struct cma_dev {
 	uint8_t active_mtu;
 	uint64_t node_guid; /* host order */
 	bool gsi_ready;
-	int open_err; /* ibv_open_device's error, when opened and verbs is NULL */
 	uint64_t cm_counted[UROCE_IBCM_C_COUNT]; /* the engine's counts in the counter file */
 };
 
@@ -161,9 +160,6 @@ int cma_init(void);
 int cma_ndevs(void);
 struct cma_dev *cma_devs(int i);
 struct cma_dev *cma_dev_of_verbs(struct ibv_context *verbs);
-/* Open d if it is not yet (lock held): 0 when d->verbs is usable (its agent may still have
- * failed: gsi_ready false), or the negative errno of ibv_open_device. Tried once. */
-int cma_dev_open(struct cma_dev *d);
 /* Open every device (rdma_get_devices, a wildcard listen). Lock held. */
 void cma_dev_open_all(void);
 /* The device whose GID table holds gid, opened; NULL when none does. Unopened devices are
