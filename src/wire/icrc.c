@@ -7,6 +7,57 @@
 #include "wire/bytes.h"
 #include "wire/icrc.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#include <immintrin.h>
+
+/*
+ * ISA-L's CRC on a CPU with AVX-512 (crc32_gzip_refl_by16_10) works in zmm0-15 and returns
+ * without vzeroupper, leaving the upper halves of those registers in use. Every legacy-SSE
+ * instruction after that, in our code (built for baseline x86-64) and in the application's, then
+ * runs with a false dependency on the whole register until something clears them, which slows
+ * every step of the path after it (and the application's own code). So each CRC call is followed by vzeroupper where the CPU has
+ * AVX (the instruction faults without it, and without AVX there is no upper state to clear).
+ */
+static int has_avx = -1;
+
+static uint64_t xcr0(void)
+{
+	uint32_t lo, hi;
+
+	__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+	return (uint64_t)hi << 32 | lo;
+}
+
+__attribute__((target("avx"), noinline)) static void zero_upper(void)
+{
+	_mm256_zeroupper();
+}
+
+static uint32_t isal_crc(uint32_t seed, const uint8_t *p, size_t len)
+{
+	uint32_t r = crc32_gzip_refl(seed, p, len);
+	int avx = __atomic_load_n(&has_avx, __ATOMIC_RELAXED);
+
+	if (avx < 0) {
+		unsigned a, b, c, d;
+
+		/* AVX, and the OS saving the YMM state (OSXSAVE, XCR0 bits 1 and 2). */
+		avx = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_AVX) && (c & bit_OSXSAVE) &&
+		      (xcr0() & 6) == 6;
+		__atomic_store_n(&has_avx, avx, __ATOMIC_RELAXED);
+	}
+	if (avx)
+		zero_upper();
+	return r;
+}
+#else
+static uint32_t isal_crc(uint32_t seed, const uint8_t *p, size_t len)
+{
+	return crc32_gzip_refl(seed, p, len);
+}
+#endif
+
 /* 8 bytes of ones (the absent LRH) + the longest L3/L4 (IPv6 + UDP) + BTH. */
 #define PSEUDO_MAX (8 + UROCE_IPV6_LEN + UROCE_UDP_LEN + UROCE_BTH_LEN)
 
@@ -45,7 +96,7 @@ uint32_t uroce_icrc_pseudo(enum uroce_encap encap, const uint8_t *l3l4)
 	default:
 		return 0;
 	}
-	return crc32_gzip_refl(0, b, 8 + n);
+	return isal_crc(0, b, 8 + n);
 }
 
 uint32_t uroce_icrc_bth(uint32_t crc, const uint8_t *bth)
@@ -54,7 +105,7 @@ uint32_t uroce_icrc_bth(uint32_t crc, const uint8_t *bth)
 
 	memcpy(b, bth, UROCE_BTH_LEN);
 	b[4] = 0xFF; /* FECN, BECN, resv6 */
-	return crc32_gzip_refl(crc, b, UROCE_BTH_LEN);
+	return isal_crc(crc, b, UROCE_BTH_LEN);
 }
 
 uint32_t uroce_icrc_begin(enum uroce_encap encap, const uint8_t *l3l4, const uint8_t *bth)
@@ -85,7 +136,7 @@ uint32_t uroce_icrc_pseudo_v4_id(uint32_t crc, uint16_t x)
 
 uint32_t uroce_icrc_update(uint32_t crc, const uint8_t *p, size_t len)
 {
-	return crc32_gzip_refl(crc, p, len);
+	return isal_crc(crc, p, len);
 }
 
 uint32_t uroce_icrc(enum uroce_encap encap, const uint8_t *l3l4, const uint8_t *roce, size_t len)

@@ -10,10 +10,17 @@
  *    covered (the v2/IPv4 case is in test_golden on the captures);
  *  - uroce_icrc_begin + uroce_icrc_update in pieces equals uroce_icrc;
  *  - for RoCE v2 over IPv4, the pseudo-header state for another IPv4 ID from the XOR of the two
- *    IDs (uroce_icrc_pseudo_v4_id) equals the one computed over the changed header.
+ *    IDs (uroce_icrc_pseudo_v4_id) equals the one computed over the changed header;
+ *  - the CRC returns with the upper halves of the vector registers 0-15 cleared (the processor's
+ *    XINUSE bits), on a CPU that reports them.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include "check.h"
 #include "wire/bytes.h"
@@ -274,10 +281,49 @@ static void test_coverage(void)
 	}
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+/* XGETBV with ECX=1: which state components are not in their initial state. */
+static uint64_t xinuse(void)
+{
+	uint32_t lo, hi;
+
+	__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(1));
+	return (uint64_t)hi << 32 | lo;
+}
+#endif
+
+/*
+ * A CRC over 4 KiB (ISA-L's widest code on this CPU) leaves neither the upper 128 bits of ymm0-15
+ * (XINUSE bit 2) nor the upper 256 of zmm0-15 (bit 6) in use: legacy-SSE code after it, ours and
+ * the application's, would otherwise run with a false dependency on those registers.
+ */
+static void test_leaves_no_upper_state(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	unsigned a, b, c, d;
+	static uint8_t buf[4096];
+
+	if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE) || !(c & bit_AVX) ||
+	    !__get_cpuid_count(0xD, 1, &a, &b, &c, &d) || !(a & (1u << 2))) {
+		printf("test_icrc: no AVX or no XGETBV 1 on this CPU, upper-state check skipped\n");
+		return;
+	}
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = (uint8_t)(i * 7);
+	uint32_t crc = uroce_icrc_update(0x12345678u, buf, sizeof(buf));
+	uint64_t in_use = xinuse();
+
+	CHECK_NE(crc, 0u);
+	CHECKF(!(in_use & (1u << 2 | 1u << 6)), "XINUSE %#llx after the CRC: upper halves in use",
+	       (unsigned long long)in_use);
+#endif
+}
+
 int main(void)
 {
 	test_vectors();
 	test_reference();
 	test_coverage();
+	test_leaves_no_upper_state();
 	return check_exit("test_icrc");
 }
