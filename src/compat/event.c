@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "compat/compat.h"
+#include "host/os/nocancel.h"
 
 static void fd_signal(int fd)
 {
@@ -21,7 +22,7 @@ static void fd_signal(int fd)
 	ssize_t r;
 
 	do
-		r = write(fd, &one, sizeof(one));
+		r = uroce_write(fd, &one, sizeof(one));
 	while (r < 0 && errno == EINTR);
 }
 

@@ -22,6 +22,7 @@
 #include "host/io/backend.h"
 #include "host/io/pcap_sink.h"
 #include "host/io/share_group.h"
+#include "host/os/nocancel.h"
 #include "host/io/share_members.h"
 #include "host/io/share_prog.h"
 #include "host/io/share_slots.h"
@@ -1130,7 +1131,7 @@ void uroce_ctx_kick(struct uroce_ctx *c)
 
 	if (c->orphan)
 		return; /* the eventfd is shared with the parent's progress thread */
-	if (write(c->prog.kick_fd, &one, sizeof(one)) < 0) {
+	if (uroce_write(c->prog.kick_fd, &one, sizeof(one)) < 0) {
 		/* EAGAIN: the counter is already non-zero, the thread will wake. */
 	}
 }

@@ -65,6 +65,7 @@
 #include "host/io/rx_entry.h"
 #include "host/io/share_group.h"
 #include "host/io/share_prog.h"
+#include "host/os/nocancel.h"
 #include "wire/bytes.h"
 
 #define SHARE_CHECK_EVERY 64
@@ -398,7 +399,7 @@ static int pkt_tx(struct uroce_backend *bb, const struct uroce_tx_desc *d, int n
 			uroce_backend_refused(&b->b, i++);
 			continue;
 		}
-		int r = sendmmsg(b->txfd, b->tmsg, (unsigned)cnt, MSG_DONTWAIT);
+		int r = uroce_sendmmsg(b->txfd, b->tmsg, (unsigned)cnt, MSG_DONTWAIT);
 
 		if (r < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS ||
@@ -462,7 +463,7 @@ static int pkt_rx(struct uroce_backend *bb, struct uroce_rx_desc *out, int n)
 		n = b->batch;
 	if (n <= 0)
 		return 0;
-	int r = recvmmsg(b->fd, b->rmsg, (unsigned)n, MSG_DONTWAIT, NULL);
+	int r = uroce_recvmmsg(b->fd, b->rmsg, (unsigned)n, MSG_DONTWAIT);
 
 	if (r < 0) {
 		r = -errno;

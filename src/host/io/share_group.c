@@ -21,6 +21,7 @@
 #include "host/io/share_group.h"
 #include "host/io/share_members.h"
 #include "host/io/share_prog.h"
+#include "host/os/nocancel.h"
 
 #define PATH_MAX_ 512
 
@@ -403,7 +404,7 @@ int uroce_share_check(struct uroce_share_group *g, int fd)
 	struct epoll_event ev[8];
 	char buf[4096];
 	uint64_t gen;
-	int k = epoll_wait(g->epfd, ev, 8, 0), lk, n, n0, r = 0;
+	int k = uroce_epoll_ready(g->epfd, ev, 8), lk, n, n0, r = 0;
 
 	if (k <= 0)
 		return k < 0 && errno != EINTR ? -errno : 0;
@@ -411,7 +412,7 @@ int uroce_share_check(struct uroce_share_group *g, int fd)
 
 	for (int i = 0; i < k; i++)
 		pidfd = pidfd || ev[i].data.fd != g->ino;
-	while (read(g->ino, buf, sizeof(buf)) > 0) {
+	while (uroce_read(g->ino, buf, sizeof(buf)) > 0) {
 	}
 	if (g->timer && !pidfd && !file_changed(g))
 		return 0;

@@ -83,6 +83,7 @@
 #include "host/io/share_group.h"
 #include "host/io/share_members.h"
 #include "host/io/udp.h"
+#include "host/os/nocancel.h"
 #include "host/io/v2_rx.h"
 #include "host/os/ethtool.h"
 #include "host/os/netif.h"
@@ -978,7 +979,7 @@ static int udp_tx(struct uroce_backend *bb, const struct uroce_tx_desc *d, int n
 			continue;
 		}
 		bool was_gso = b->gsegs[0] > 1;
-		int r = sendmmsg(b->s[si].fd, b->gmsg, (unsigned)ng, MSG_DONTWAIT);
+		int r = uroce_sendmmsg(b->s[si].fd, b->gmsg, (unsigned)ng, MSG_DONTWAIT);
 
 		b->gso_once_off = false;
 		if (r < 0) {
@@ -1158,7 +1159,7 @@ static unsigned rx_ready(struct udp_be *b)
 		return 1u << b->hot;
 	}
 	b->hot_looks = 0;
-	int k = epoll_wait(b->epfd, ev, 2 * MAX_SOCKS, 0);
+	int k = uroce_epoll_ready(b->epfd, ev, 2 * MAX_SOCKS);
 
 	if (k < 0)
 		return (1u << b->ns) - 1; /* EINTR: try them all */
@@ -1189,7 +1190,7 @@ static int udp_rx(struct uroce_backend *bb, struct uroce_rx_desc *out, int n)
 		if (!(ready & (1u << si)))
 			continue;
 
-		int r = recvmmsg(s->fd, b->rmsg + slot0, (unsigned)cnt, MSG_DONTWAIT, NULL);
+		int r = uroce_recvmmsg(s->fd, b->rmsg + slot0, (unsigned)cnt, MSG_DONTWAIT);
 
 		if (r < 0) {
 			rx_msg_reset(b, slot0);

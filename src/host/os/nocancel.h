@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The system calls uroce makes inside a verb, as direct system calls: not cancellation points.
+ *
+ * glibc makes recvmmsg, sendmmsg, epoll_wait, read and write cancellation points: a thread with
+ * a deferred cancel pending that reaches one of them exits there. Inside ibv_poll_cq or
+ * ibv_post_send that is with the context's lock held, and every other thread using the device
+ * would then wait for it forever; rdma-core's verbs make no system call there, so applications
+ * cancel polling threads. The calls below are never blocking (MSG_DONTWAIT, a zero timeout, a
+ * non-blocking eventfd), so they lose nothing by not being cancellation points, and they skip
+ * glibc's per-call cancellation bookkeeping. Each returns what the libc call returns (-1 and
+ * errno on failure).
+ */
+#ifndef UROCE_HOST_OS_NOCANCEL_H
+#define UROCE_HOST_OS_NOCANCEL_H
+
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static inline int uroce_recvmmsg(int fd, struct mmsghdr *m, unsigned n, int flags)
+{
+	return (int)syscall(SYS_recvmmsg, fd, m, n, flags, NULL);
+}
+
+static inline int uroce_sendmmsg(int fd, struct mmsghdr *m, unsigned n, int flags)
+{
+	return (int)syscall(SYS_sendmmsg, fd, m, n, flags);
+}
+
+/* epoll_wait with a zero timeout: what is ready now (no signal mask: its size is not read). */
+static inline int uroce_epoll_ready(int epfd, struct epoll_event *ev, int max)
+{
+	return (int)syscall(SYS_epoll_pwait, epfd, ev, max, 0, NULL, (size_t)8);
+}
+
+static inline ssize_t uroce_read(int fd, void *buf, size_t len)
+{
+	return (ssize_t)syscall(SYS_read, fd, buf, len);
+}
+
+static inline ssize_t uroce_write(int fd, const void *buf, size_t len)
+{
+	return (ssize_t)syscall(SYS_write, fd, buf, len);
+}
+
+#endif
