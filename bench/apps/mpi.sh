@@ -17,13 +17,16 @@ UROCE=${UROCE:-$REPO/build/release/uroce}
 need_root_netns
 netns_setup
 
-# NetPIPE's line for one size: "N: BYTES bytes REPS times --> MBPS Mbps in USEC usec".
+# NetPIPE's result for one size, from its output file (rank 0's own, where no other process's
+# warning can land, as on the terminal): "BYTES MBPS SECONDS", SECONDS the half round trip (its
+# Mbps are 2^20 bit/s: the bandwidth is computed from BYTES and SECONDS).
 netpipe() { # MPI PROGRAM SIZE REPS
 	local mpi=$1 np=$2 size=$3 reps=$4
 	echo "$mpi NetPIPE $size B over $MPI_PATH" >&2
+	rm -f "$T/np.out"
 	mpi_job "$mpi" 2 $np -l "$size" -u "$size" -p 0 -n "$reps" -o "$T/np.out" \
 		>"$T/job.out" 2>&1 || { echo "$mpi failed: $(tail -n 3 "$T/job.out")" >&2; return 1; }
-	grep -E "^ *[0-9]+: +$size bytes" "$T/job.out" | tail -n 1
+	awk -v s="$size" '$1 == s' "$T/np.out" | tail -n 1 | grep .
 }
 
 for mpi in openmpi mpich; do
@@ -33,9 +36,9 @@ for mpi in openmpi mpich; do
 	for MPI_PATH in uroce tcp; do
 		line=$(netpipe $mpi $np 8 5000) &&
 			printf 'mpi_%s\tpingpong\t8\tlat_us\t%s\t%s\n' $mpi $MPI_PATH \
-				"$(echo "$line" | awk '{ print $(NF - 1) }')"
+				"$(echo "$line" | awk '{ printf "%.3f", $3 * 1e6 }')"
 		line=$(netpipe $mpi $np 1048576 100) &&
 			printf 'mpi_%s\tpingpong\t1048576\tbw_gbps\t%s\t%s\n' $mpi $MPI_PATH \
-				"$(echo "$line" | awk '{ printf "%.3f", $(NF - 4) / 1000 }')"
+				"$(echo "$line" | awk '{ printf "%.3f", $1 * 8 / $3 / 1e9 }')"
 	done
 done
