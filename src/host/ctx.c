@@ -189,7 +189,10 @@ static int v1_dmac(struct uroce_ctx *c, const uint8_t gid[16], uint8_t mac[6])
 			return 0;
 		}
 	}
+	int cs = uroce_cancel_off(); /* netlink, inside a post or a poll (host/os/nocancel.h) */
 	int rc = uroce_neigh_lookup((int)c->ifc.info.ifindex, gid, mac);
+
+	uroce_cancel_restore(cs);
 
 	if (rc == 0) {
 		struct neigh_entry *e = &c->neigh.e[c->neigh.next++ % CTX_NEIGH_MAX];

@@ -399,15 +399,13 @@ int uroce_share_members(const struct uroce_share_group *g)
 	return g->members;
 }
 
-int uroce_share_check(struct uroce_share_group *g, int fd)
+/* A member joined, left or died: the file and the program follow. */
+static int recheck(struct uroce_share_group *g, int fd, const struct epoll_event *ev, int k)
 {
-	struct epoll_event ev[8];
 	char buf[4096];
 	uint64_t gen;
-	int k = uroce_epoll_ready(g->epfd, ev, 8), lk, n, n0, r = 0;
+	int lk, n, n0, r = 0;
 
-	if (k <= 0)
-		return k < 0 && errno != EINTR ? -errno : 0;
 	bool pidfd = false; /* a member exited */
 
 	for (int i = 0; i < k; i++)
@@ -444,6 +442,21 @@ int uroce_share_check(struct uroce_share_group *g, int fd)
 	if (lk >= 0)
 		uroce_locked_file_close(lk);
 	free(m);
+	return r;
+}
+
+int uroce_share_check(struct uroce_share_group *g, int fd)
+{
+	struct epoll_event ev[8];
+	int k = uroce_epoll_ready(g->epfd, ev, 8), r, cs;
+
+	if (k <= 0)
+		return k < 0 && errno != EINTR ? -errno : 0;
+	/* Inside a poll, with the device's lock held: the file's open, reads and writes must not
+	 * end the thread (host/os/nocancel.h). */
+	cs = uroce_cancel_off();
+	r = recheck(g, fd, ev, k);
+	uroce_cancel_restore(cs);
 	return r;
 }
 

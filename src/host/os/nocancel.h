@@ -9,11 +9,14 @@
  * cancel polling threads. The calls below are never blocking (MSG_DONTWAIT, a zero timeout, a
  * non-blocking eventfd), so they lose nothing by not being cancellation points, and they skip
  * glibc's per-call cancellation bookkeeping. Each returns what the libc call returns (-1 and
- * errno on failure).
+ * errno on failure). The rare paths inside a poll or a post that open files or talk to netlink
+ * (a share group's membership change, a RoCE v1 neighbour lookup) run between uroce_cancel_off
+ * and uroce_cancel_restore instead.
  */
 #ifndef UROCE_HOST_OS_NOCANCEL_H
 #define UROCE_HOST_OS_NOCANCEL_H
 
+#include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -43,6 +46,20 @@ static inline ssize_t uroce_read(int fd, void *buf, size_t len)
 static inline ssize_t uroce_write(int fd, const void *buf, size_t len)
 {
 	return (ssize_t)syscall(SYS_write, fd, buf, len);
+}
+
+/* Disable cancellation for a slow path; returns the state to give uroce_cancel_restore. */
+static inline int uroce_cancel_off(void)
+{
+	int old = PTHREAD_CANCEL_ENABLE;
+
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	return old;
+}
+
+static inline void uroce_cancel_restore(int old)
+{
+	pthread_setcancelstate(old, NULL);
 }
 
 #endif
