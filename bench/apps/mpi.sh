@@ -34,10 +34,10 @@ for mpi in openmpi mpich; do
 	[ $mpi = mpich ] && np=NPmpich2
 	command -v $np >/dev/null || { echo "no $np: $mpi skipped" >&2; continue; }
 	for MPI_PATH in uroce tcp; do
-		line=$(netpipe $mpi $np 8 5000) &&
+		line=$(netpipe $mpi $np 8 50000) &&
 			printf 'mpi_%s\tpingpong\t8\tlat_us\t%s\t%s\n' $mpi $MPI_PATH \
 				"$(echo "$line" | awk '{ printf "%.3f", $3 * 1e6 }')"
-		line=$(netpipe $mpi $np 1048576 100) &&
+		line=$(netpipe $mpi $np 1048576 1000) &&
 			printf 'mpi_%s\tpingpong\t1048576\tbw_gbps\t%s\t%s\n' $mpi $MPI_PATH \
 				"$(echo "$line" | awk '{ printf "%.3f", $1 * 8 / $3 / 1e9 }')"
 	done

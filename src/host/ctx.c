@@ -22,7 +22,6 @@
 #include "host/io/backend.h"
 #include "host/io/pcap_sink.h"
 #include "host/io/share_group.h"
-#include "host/os/nocancel.h"
 #include "host/io/share_members.h"
 #include "host/io/share_prog.h"
 #include "host/io/share_slots.h"
@@ -30,6 +29,7 @@
 #include "host/io/wrap_env.h"
 #include "host/mem_guard.h"
 #include "host/os/neigh.h"
+#include "host/os/nocancel.h"
 #include "host/os/netif.h"
 #include "host/os/v4mapped.h"
 #include "wire/bytes.h"
@@ -189,11 +189,11 @@ static int v1_dmac(struct uroce_ctx *c, const uint8_t gid[16], uint8_t mac[6])
 			return 0;
 		}
 	}
-	int cs = uroce_cancel_off(); /* netlink, inside a post or a poll (host/os/nocancel.h) */
+	/* Netlink, inside a post or a poll: no cancellation point there (host/os/nocancel.h). */
+	int cs = uroce_cancel_off();
 	int rc = uroce_neigh_lookup((int)c->ifc.info.ifindex, gid, mac);
 
 	uroce_cancel_restore(cs);
-
 	if (rc == 0) {
 		struct neigh_entry *e = &c->neigh.e[c->neigh.next++ % CTX_NEIGH_MAX];
 

@@ -16,7 +16,7 @@
  * without vzeroupper, leaving the upper halves of those registers in use. Every legacy-SSE
  * instruction after that, in our code (built for baseline x86-64) and in the application's, then
  * runs with a false dependency on the whole register until something clears them, which slows
- * every step of the path after it (and the application's own code). So each CRC call is followed by vzeroupper where the CPU has
+ * every step of the path after it. So each CRC call is followed by vzeroupper where the CPU has
  * AVX (the instruction faults without it, and without AVX there is no upper state to clear).
  */
 static int has_avx = -1;

@@ -24,8 +24,8 @@
 
 #include "verbs_kit.h"
 
-#define ACC (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)
-#define ROUNDS 10
+#define ACC		    (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)
+#define ROUNDS		    10
 #define POLLS_BEFORE_CANCEL 2000
 
 struct poller {
@@ -88,8 +88,9 @@ static void cancel_pollers(struct ibv_cq *cq)
 		CHECK_EQ(pthread_join(t, &ret), 0);
 		CHECK(ret == PTHREAD_CANCELED);
 		if (!poll_returns(cq)) {
-			CHECKF(0, "round %d: a poll after the cancelled poller never returned (the "
-				  "context's lock is held by a thread that is gone)",
+			CHECKF(0,
+			       "round %d: a poll after the cancelled poller never returned (the "
+			       "context's lock is held by a thread that is gone)",
 			       round);
 			check_exit_with("compat_cancel", verbs_kit_checks);
 			fflush(NULL);
@@ -103,8 +104,11 @@ static void send_one(struct end *a, struct end *b)
 	struct ibv_sge rs = {(uintptr_t)b->buf, 64, b->mr->lkey};
 	struct ibv_sge ss = {(uintptr_t)a->buf, 16, a->mr->lkey};
 	struct ibv_recv_wr rwr = {.wr_id = 1, .sg_list = &rs, .num_sge = 1}, *rbad;
-	struct ibv_send_wr swr = {.wr_id = 2, .sg_list = &ss, .num_sge = 1,
-				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED},
+	struct ibv_send_wr swr = {.wr_id = 2,
+				  .sg_list = &ss,
+				  .num_sge = 1,
+				  .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED},
 			   *sbad;
 	struct ibv_wc wc;
 
@@ -125,8 +129,8 @@ int main(int argc, char **argv)
 	struct ibv_context *ctx = open_device(devname);
 	int gid_idx = find_gid(ctx, ip4);
 	struct ibv_pd *pd = ibv_alloc_pd(ctx);
-	struct ibv_qp_cap cap = {.max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
-				 .max_recv_sge = 1};
+	struct ibv_qp_cap cap = {
+		.max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1};
 	struct end a, b;
 	union ibv_gid gid;
 

@@ -83,10 +83,10 @@
 #include "host/io/share_group.h"
 #include "host/io/share_members.h"
 #include "host/io/udp.h"
-#include "host/os/nocancel.h"
 #include "host/io/v2_rx.h"
 #include "host/os/ethtool.h"
 #include "host/os/netif.h"
+#include "host/os/nocancel.h"
 #include "host/os/v4mapped.h"
 #include "wire/bytes.h"
 
