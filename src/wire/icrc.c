@@ -8,7 +8,6 @@
 #include "wire/icrc.h"
 
 #if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
 #include <immintrin.h>
 
 /*
@@ -17,18 +16,10 @@
  * instruction after that, in our code (built for baseline x86-64) and in the application's, then
  * runs with a false dependency on the whole register until something clears them, which slows
  * every step of the path after it. So each CRC call is followed by vzeroupper where the CPU has
- * AVX (the instruction faults without it, and without AVX there is no upper state to clear).
+ * AVX (the instruction faults without it, and without AVX there is no upper state to clear);
+ * __builtin_cpu_supports reads the features libgcc found at start-up, the OS's saving of the
+ * YMM state included.
  */
-static int has_avx = -1;
-
-static uint64_t xcr0(void)
-{
-	uint32_t lo, hi;
-
-	__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-	return (uint64_t)hi << 32 | lo;
-}
-
 __attribute__((target("avx"), noinline)) static void zero_upper(void)
 {
 	_mm256_zeroupper();
@@ -37,17 +28,8 @@ __attribute__((target("avx"), noinline)) static void zero_upper(void)
 static uint32_t isal_crc(uint32_t seed, const uint8_t *p, size_t len)
 {
 	uint32_t r = crc32_gzip_refl(seed, p, len);
-	int avx = __atomic_load_n(&has_avx, __ATOMIC_RELAXED);
 
-	if (avx < 0) {
-		unsigned a, b, c, d;
-
-		/* AVX, and the OS saving the YMM state (OSXSAVE, XCR0 bits 1 and 2). */
-		avx = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_AVX) && (c & bit_OSXSAVE) &&
-		      (xcr0() & 6) == 6;
-		__atomic_store_n(&has_avx, avx, __ATOMIC_RELAXED);
-	}
-	if (avx)
+	if (__builtin_cpu_supports("avx"))
 		zero_upper();
 	return r;
 }

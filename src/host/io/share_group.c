@@ -410,7 +410,7 @@ static int recheck(struct uroce_share_group *g, int fd, const struct epoll_event
 
 	for (int i = 0; i < k; i++)
 		pidfd = pidfd || ev[i].data.fd != g->ino;
-	while (uroce_read(g->ino, buf, sizeof(buf)) > 0) {
+	while (read(g->ino, buf, sizeof(buf)) > 0) {
 	}
 	if (g->timer && !pidfd && !file_changed(g))
 		return 0;

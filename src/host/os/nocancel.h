@@ -2,12 +2,12 @@
 /*
  * The system calls uroce makes inside a verb, as direct system calls: not cancellation points.
  *
- * glibc makes recvmmsg, sendmmsg, epoll_wait, read and write cancellation points: a thread with
+ * glibc makes recvmmsg, sendmmsg, epoll_wait and write cancellation points: a thread with
  * a deferred cancel pending that reaches one of them exits there. Inside ibv_poll_cq or
  * ibv_post_send that is with the context's lock held, and every other thread using the device
  * would then wait for it forever; rdma-core's verbs make no system call there, so applications
- * cancel polling threads. The calls below are never blocking (MSG_DONTWAIT, a zero timeout, a
- * non-blocking eventfd), so they lose nothing by not being cancellation points, and they skip
+ * cancel polling threads. The calls below do not block (MSG_DONTWAIT, a zero timeout, an
+ * eventfd's count, which waits only at its maximum), so they lose nothing by not being cancellation points, and they skip
  * glibc's per-call cancellation bookkeeping. Each returns what the libc call returns (-1 and
  * errno on failure). The rare paths inside a poll or a post that open files or talk to netlink
  * (a share group's membership change, a RoCE v1 neighbour lookup) run between uroce_cancel_off
@@ -36,11 +36,6 @@ static inline int uroce_sendmmsg(int fd, struct mmsghdr *m, unsigned n, int flag
 static inline int uroce_epoll_ready(int epfd, struct epoll_event *ev, int max)
 {
 	return (int)syscall(SYS_epoll_pwait, epfd, ev, max, 0, NULL, (size_t)8);
-}
-
-static inline ssize_t uroce_read(int fd, void *buf, size_t len)
-{
-	return (ssize_t)syscall(SYS_read, fd, buf, len);
 }
 
 static inline ssize_t uroce_write(int fd, const void *buf, size_t len)
