@@ -7,11 +7,11 @@
  * ibv_post_send that is with the context's lock held, and every other thread using the device
  * would then wait for it forever; rdma-core's verbs make no system call there, so applications
  * cancel polling threads. The calls below do not block (MSG_DONTWAIT, a zero timeout, an
- * eventfd's count, which waits only at its maximum), so they lose nothing by not being cancellation points, and they skip
- * glibc's per-call cancellation bookkeeping. Each returns what the libc call returns (-1 and
- * errno on failure). The rare paths inside a poll or a post that open files or talk to netlink
- * (a share group's membership change, a RoCE v1 neighbour lookup) run between uroce_cancel_off
- * and uroce_cancel_restore instead.
+ * eventfd's count, which waits only at its maximum), so they lose nothing by not being cancellation
+ * points, and they skip glibc's per-call cancellation bookkeeping. Each returns what the libc call
+ * returns (-1 and errno on failure). The rare paths inside a poll or a post that open files or talk
+ * to netlink (a share group's membership change, a RoCE v1 neighbour lookup) run between
+ * uroce_cancel_off and uroce_cancel_restore instead.
  */
 #ifndef UROCE_HOST_OS_NOCANCEL_H
 #define UROCE_HOST_OS_NOCANCEL_H
