@@ -28,6 +28,7 @@
 #include "host/io/pcap_tap.h"
 #include "host/io/share_members.h"
 #include "host/io/udp.h"
+#include "wire/bytes.h"
 
 /*
  * UDP GSO and GRO: 250 RDMA WRITE packets, runs of 49 MIDDLEs of 1 KiB then a shorter LAST.
@@ -191,6 +192,67 @@ static void gro_bad(struct uroce_backend *b, const uint8_t *a4, const uint8_t *b
 	       "1 malformed\n", cc.n);
 }
 
+/* What each packet of mixed_values() must arrive with, by PSN. */
+struct want_values {
+	int n;
+	int bad;
+	uint8_t tos[32], ttl[32];
+};
+
+static void on_values(const struct uroce_rx_desc *d, void *ctx)
+{
+	struct want_values *w = ctx;
+	uint32_t psn = uroce_get_be24(d->pkt.data + 9);
+
+	if (psn >= 32 || d->tclass != w->tos[psn] || d->hop_limit != w->ttl[psn]) {
+		printf("  packet PSN %u: TOS 0x%x TTL %u\n", psn, d->tclass, d->hop_limit);
+		w->bad++;
+	}
+	w->n++;
+}
+
+/*
+ * A socket sends a steady path's TOS and TTL as its own, without control messages: sends
+ * whose paths change within a call, after it took one path's values, must still leave with
+ * their own. Three paths from a to b (0xBB/7, 0x02/default, 0x10/200) in a pattern of runs and
+ * alternations, 16 packets per call, single packets per call too.
+ */
+static void mixed_values(struct uroce_backend *a, struct uroce_backend *b,
+			 const struct uroce_path *base)
+{
+	struct uroce_path p[3] = {*base, *base, *base};
+	static const char pattern[] = "0000111101022221"
+				      "1120020111000222";
+	static struct sent s[32];
+	static struct uroce_tx_desc d[32];
+	static uint16_t ids[32];
+	struct want_values w = {0};
+
+	p[0].traffic_class = 0xBB;
+	p[0].hop_limit = 7;
+	p[1].traffic_class = 0x02;
+	p[1].hop_limit = 0;
+	p[2].traffic_class = 0x10;
+	p[2].hop_limit = 200;
+	for (int i = 0; i < 32; i++) {
+		const struct uroce_path *pi = &p[pattern[i] - '0'];
+
+		/* Lengths differ from packet to packet: no two go in one GSO send. */
+		make_pkt(&s[i], UROCE_OP_RC_WRITE_MIDDLE, (uint32_t)i,
+			 64u + 4u * (uint32_t)(i % 2));
+		d[i] = (struct uroce_tx_desc){&s[i].pkt, pi, 0};
+		w.tos[i] = pi->traffic_class;
+		w.ttl[i] = pi->hop_limit ? pi->hop_limit : 64;
+	}
+	send_burst(a, d, 16, ids, NULL, NULL, "mixed TOS/TTL, one call");
+	for (int i = 16; i < 32; i++)
+		send_burst(a, d + i, 1, ids, NULL, NULL, "mixed TOS/TTL, a call each");
+	rx_until(b, 32, on_values, &w, 3000, NULL);
+	CHECKF(w.n == 32 && w.bad == 0, "mixed TOS/TTL: %d received, %d with wrong values", w.n,
+	       w.bad);
+	printf("mixed TOS/TTL per send: %d packets, each with its path's\n", w.n);
+}
+
 /* Send n RDMA WRITE MIDDLEs of 256 bytes from a over path (PSNs from psn). */
 static void send_n(struct uroce_backend *a, const struct uroce_path *path, int n, uint32_t psn,
 		   const char *what)
@@ -324,6 +386,13 @@ static int test_loopback(const char *pcap, int fixed_port)
 	p4.traffic_class = 0x03 | 0xB8;
 	p4.hop_limit = 7;
 	every_opcode(a, b, &p4, 7, "v2/IPv4 TOS 0xBB (CE), TTL 7");
+	mixed_values(a, b, &p4);
+	/* Back to the defaults after the socket sent others as its own. */
+	p4.traffic_class = 0;
+	p4.hop_limit = 0;
+	every_opcode(a, b, &p4, 64, "v2/IPv4 TOS 0, default TTL again");
+	p4.traffic_class = 0x03 | 0xB8;
+	p4.hop_limit = 7;
 
 	/* The reverse direction. */
 	struct uroce_path p4r = p4;

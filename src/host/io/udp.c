@@ -17,7 +17,9 @@
  * send, one packet's pad + ICRC and the next one's headers are one iovec (two per packet
  * instead of three: the kernel's copy walks fewer pieces; the bare-UDP ceiling, bench/, sends
  * about 5 % more so).
- * TOS/traffic class and TTL/hop limit go in control messages, once per send.
+ * TOS/traffic class and TTL/hop limit: a socket's own values go without control messages, which
+ * cost the kernel's send path about 50 ns to parse (see own_values); others go in control
+ * messages, once per send.
  *
  * Segmentation offload. The kernel's per-datagram path (socket, route, IP, UDP, veth or the
  * NIC, and again on receive) costs far more than our own work per packet, so:
@@ -132,6 +134,9 @@ struct udp_sock {
 	struct uroce_share_group *share; /* NULL: bound alone */
 	bool gso;			 /* send with UDP_SEGMENT */
 	bool gro;			 /* UDP_GRO is on */
+	uint8_t tos, ttl;	/* what it sends without control messages; ttl 0: default */
+	uint8_t ttl_default;	/* the kernel's default TTL / hop limit */
+	int last_tos, last_ttl; /* the last unicast send's; -1: none yet */
 };
 
 /* A received datagram, parsed: where it came from, and how to cut it. */
@@ -423,6 +428,14 @@ static int open_sock(struct udp_be *b, const struct uroce_backend_cfg *cfg, cons
 
 	/* GSO is sent per message (UDP_SEGMENT control message); the option says it exists. */
 	s->gso = !cfg->no_gso && getsockopt(fd, SOL_UDP, UDP_SEGMENT, &v, &vl) == 0;
+	vl = sizeof(v);
+	if (getsockopt(fd, v4 ? IPPROTO_IP : IPPROTO_IPV6, v4 ? IP_TTL : IPV6_UNICAST_HOPS, &v,
+		       &vl) < 0 ||
+	    v < 1 || v > 255)
+		v = 64;
+	s->ttl_default = (uint8_t)v;
+	s->tos = s->ttl = 0;
+	s->last_tos = s->last_ttl = -1;
 	s->gro = false;
 	if (b->ns == 0)
 		b->gro_shared = merges_nothing(b, fd);
@@ -757,6 +770,49 @@ static void add_cmsg_int(struct msghdr *m, size_t *used, int level, int type, in
 	add_cmsg(m, used, level, type, &v, sizeof(v));
 }
 
+/*
+ * TOS and TTL as control messages (options tos_opt and ttl_opt of level): TTL 0 asks for the
+ * default, which a unicast send from a socket sending its own TTL must give as a number.
+ */
+static void add_ctl(struct msghdr *m, size_t *used, const struct udp_sock *s, bool mc, int level,
+		    int tos_opt, int ttl_opt, uint8_t tos, uint8_t ttl)
+{
+	add_cmsg_int(m, used, level, tos_opt, tos);
+	if (ttl)
+		add_cmsg_int(m, used, level, ttl_opt, ttl);
+	else if (s->ttl && !mc)
+		add_cmsg_int(m, used, level, ttl_opt, s->ttl_default);
+}
+
+/*
+ * A send's TOS and TTL (ttl 0: the default) become socket s's own when the send before it on s
+ * wanted the same, or when it wants the default TTL back, so that a stream of sends over one
+ * path carries no control messages. Only the first send of a call may change them: the ones
+ * before it in the call count on the socket's values. Multicast sends are not counted (their
+ * default TTL is another option's). Returns whether s now sends these values by itself.
+ */
+static bool own_values(struct udp_sock *s, bool first, uint8_t tos, uint8_t ttl)
+{
+	bool v4 = s->encap == UROCE_ENCAP_V2_IPV4;
+	bool again = s->last_tos == tos && s->last_ttl == ttl;
+
+	s->last_tos = tos;
+	s->last_ttl = ttl;
+	if (tos == s->tos && ttl == s->ttl)
+		return true;
+	if (!first || !(again || (ttl == 0 && s->ttl != 0)))
+		return false;
+	if (tos != s->tos &&
+	    setint(s->fd, v4 ? IPPROTO_IP : IPPROTO_IPV6, v4 ? IP_TOS : IPV6_TCLASS, tos) < 0)
+		return false;
+	s->tos = tos;
+	if (ttl != s->ttl && setint(s->fd, v4 ? IPPROTO_IP : IPPROTO_IPV6,
+				    v4 ? IP_TTL : IPV6_UNICAST_HOPS, ttl ? ttl : -1) < 0)
+		return false;
+	s->ttl = ttl;
+	return true;
+}
+
 /* Packet j's three iovecs: headers, payload in place, pad + ICRC. */
 static void set_iovecs(struct udp_be *b, int j, const struct uroce_tx_pkt *p)
 {
@@ -811,9 +867,10 @@ static int prep_next(struct udp_be *b, int j, const struct uroce_tx_desc *d, uin
 }
 
 /* Fill send g, starting at packet j: its address, TOS and TTL (one per send, not per packet). */
-static void prep_msg(struct udp_be *b, int g, int j, bool v4)
+static void prep_msg(struct udp_be *b, struct udp_sock *s, int g, int j, bool v4)
 {
 	const struct uroce_path *path = &b->tpath[j];
+	uint8_t tos = path->traffic_class, ttl = path->hop_limit;
 	struct msghdr *m = &b->gmsg[g].msg_hdr;
 	union sa *a = &b->tname[g];
 	size_t used = 0;
@@ -829,9 +886,10 @@ static void prep_msg(struct udp_be *b, int g, int j, bool v4)
 		a->in.sin_port = htons(b->b.port);
 		memcpy(&a->in.sin_addr, path->dgid + 12, 4);
 		m->msg_namelen = sizeof(a->in);
-		add_cmsg_int(m, &used, IPPROTO_IP, IP_TOS, path->traffic_class);
-		if (path->hop_limit)
-			add_cmsg_int(m, &used, IPPROTO_IP, IP_TTL, path->hop_limit);
+		bool mc = IN_MULTICAST(ntohl(a->in.sin_addr.s_addr));
+
+		if (mc || !own_values(s, g == 0, tos, ttl))
+			add_ctl(m, &used, s, mc, IPPROTO_IP, IP_TOS, IP_TTL, tos, ttl);
 	} else {
 		a->in6.sin6_family = AF_INET6;
 		a->in6.sin6_port = htons(b->b.port);
@@ -840,9 +898,11 @@ static void prep_msg(struct udp_be *b, int g, int j, bool v4)
 		    IN6_IS_ADDR_MC_LINKLOCAL(&a->in6.sin6_addr))
 			a->in6.sin6_scope_id = (uint32_t)b->ifindex;
 		m->msg_namelen = sizeof(a->in6);
-		add_cmsg_int(m, &used, IPPROTO_IPV6, IPV6_TCLASS, path->traffic_class);
-		if (path->hop_limit)
-			add_cmsg_int(m, &used, IPPROTO_IPV6, IPV6_HOPLIMIT, path->hop_limit);
+		bool mc = IN6_IS_ADDR_MULTICAST(&a->in6.sin6_addr);
+
+		if (mc || !own_values(s, g == 0, tos, ttl))
+			add_ctl(m, &used, s, mc, IPPROTO_IPV6, IPV6_TCLASS, IPV6_HOPLIMIT, tos,
+				ttl);
 	}
 }
 
@@ -940,7 +1000,7 @@ static int prep_sends(struct udp_be *b, int si, const struct uroce_tx_desc *d, i
 	for (int g = 0, j = 0; g < ng; j += b->gsegs[g++]) {
 		struct msghdr *m = &b->gmsg[g].msg_hdr;
 
-		prep_msg(b, g, j, v4);
+		prep_msg(b, &b->s[si], g, j, v4);
 		if (b->gsegs[g] == 1)
 			continue;
 		uint16_t gs = (uint16_t)uroce_tx_pkt_len(d[j].pkt);
