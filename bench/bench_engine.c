@@ -3,9 +3,11 @@
  * Two transport engines joined by an in-memory link with no loss: packets/s and Gbit/s for
  * 4 KiB RDMA WRITE (path MTU 4096) and 64 B SEND, through both engines, with the ICRC generated
  * by the sender and verified by the receiver as a real backend would. One thread does all of it,
- * so the figure is "per core".
+ * so the figure is "per core". Then a ping-pong of signaled 8 B SENDs, one message at a time
+ * (the peer's ACK goes behind its reply): the engines' share of a latency test's half round
+ * trip, in ns per message (post, transmit and ICRC, check and receive, completions).
  *
- * Usage: bench_engine [SECONDS_PER_CASE]
+ * Usage: bench_engine [SECONDS_PER_CASE [write|send|pingpong]] (one case, for a profiler)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -207,14 +209,107 @@ static void run_case(const char *name, enum uroce_wr_opcode op, uint32_t size, d
 	free(b.mem);
 }
 
+/* Take the completions on s's CQ; returns how many were receives. */
+static int reap(struct side *s)
+{
+	struct uroce_wc wc[8];
+	int c, recvs = 0;
+
+	while ((c = uroce_cq_poll(s->cq, 8, wc)) > 0)
+		for (int i = 0; i < c; i++) {
+			if (wc[i].status != UROCE_WC_SUCCESS) {
+				fprintf(stderr, "ping-pong: completion status %d\n", wc[i].status);
+				exit(1);
+			}
+			recvs += wc[i].opcode == UROCE_WC_RECV;
+		}
+	return recvs;
+}
+
+static void run_pingpong(uint32_t size, double seconds)
+{
+	struct side s[2];
+
+	side_init(&s[0], 1);
+	side_init(&s[1], 2);
+	connect_qp(&s[0], &s[1]);
+	connect_qp(&s[1], &s[0]);
+
+	struct uroce_recv_wr rwr[2];
+	struct uroce_send_wr wr[2];
+	struct uroce_sge sge[2], rsge[2];
+	struct uroce_send_wr *bad;
+	struct uroce_recv_wr *rbad;
+
+	for (int i = 0; i < 2; i++) {
+		sge[i] = (struct uroce_sge){.addr = (uintptr_t)s[i].mem,
+					    .length = size,
+					    .lkey = uroce_mr_lkey(s[i].mr)};
+		rsge[i] = (struct uroce_sge){.addr = (uintptr_t)s[i].mem + 4096,
+					     .length = 4096,
+					     .lkey = uroce_mr_lkey(s[i].mr)};
+		wr[i] = (struct uroce_send_wr){.sg_list = &sge[i],
+					       .num_sge = 1,
+					       .opcode = UROCE_WR_SEND,
+					       .send_flags = UROCE_SEND_SIGNALED};
+		rwr[i] = (struct uroce_recv_wr){.sg_list = &rsge[i], .num_sge = 1};
+		if (uroce_post_recv(s[i].qp, &rwr[i], &rbad)) {
+			fprintf(stderr, "ping-pong: post_recv failed\n");
+			exit(1);
+		}
+	}
+	uint64_t msgs = 0, start = now_ns(), end = start;
+	uint64_t limit = start + (uint64_t)(seconds * 1e9);
+
+	while (end < limit) {
+		for (int k = 0; k < 1024; k++) {
+			/* Side k % 2 sends; the other takes it, posts a receive, and replies next.
+			 */
+			struct side *a = &s[msgs % 2], *b = &s[(msgs + 1) % 2];
+
+			if (uroce_post_send(a->qp, &wr[msgs % 2], &bad)) {
+				fprintf(stderr, "ping-pong: post_send failed\n");
+				exit(1);
+			}
+			pump(a, b, end);
+			if (reap(b) != 1 || uroce_post_recv(b->qp, &rwr[(msgs + 1) % 2], &rbad)) {
+				fprintf(stderr, "ping-pong: message %llu not received\n",
+					(unsigned long long)msgs);
+				exit(1);
+			}
+			msgs++;
+		}
+		end = now_ns();
+	}
+	pump(&s[0], &s[1], end); /* the last ACKs */
+	pump(&s[1], &s[0], end);
+	reap(&s[0]);
+	reap(&s[1]);
+	printf("%-22s %8u B  %10.0f ns per message, one way%s\n", "RC SEND ping-pong", size,
+	       (double)(end - start) / (double)msgs, icrc_bad ? "  ICRC MISMATCH" : "");
+	for (int i = 0; i < 2; i++) {
+		uroce_eng_destroy(s[i].e);
+		free(s[i].mem);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	double sec = argc > 1 ? atof(argv[1]) : 1.0;
+	const char *only = argc > 2 ? argv[2] : NULL;
 
 	if (sec <= 0)
 		sec = 1.0;
+	if (only && strcmp(only, "write") && strcmp(only, "send") && strcmp(only, "pingpong")) {
+		fprintf(stderr, "usage: bench_engine [SECONDS_PER_CASE [write|send|pingpong]]\n");
+		return 2;
+	}
 	printf("two engines, one thread, in-memory link, ICRC generated and checked per packet\n");
-	run_case("RC RDMA WRITE", UROCE_WR_RDMA_WRITE, 4096, sec);
-	run_case("RC SEND", UROCE_WR_SEND, 64, sec);
+	if (!only || !strcmp(only, "write"))
+		run_case("RC RDMA WRITE", UROCE_WR_RDMA_WRITE, 4096, sec);
+	if (!only || !strcmp(only, "send"))
+		run_case("RC SEND", UROCE_WR_SEND, 64, sec);
+	if (!only || !strcmp(only, "pingpong"))
+		run_pingpong(8, sec);
 	return icrc_bad ? 1 : 0;
 }

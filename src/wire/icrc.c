@@ -40,16 +40,15 @@ static uint32_t isal_crc(uint32_t seed, const uint8_t *p, size_t len)
 }
 #endif
 
-/* 8 bytes of ones (the absent LRH) + the longest L3/L4 (IPv6 + UDP) + BTH. */
-#define PSEUDO_MAX (8 + UROCE_IPV6_LEN + UROCE_UDP_LEN + UROCE_BTH_LEN)
-
-uint32_t uroce_icrc_pseudo(enum uroce_encap encap, const uint8_t *l3l4)
+/*
+ * The masked pseudo-header of encap (8 x 0xFF, then l3l4 with its variant fields set to ones)
+ * into b, which holds UROCE_ICRC_PSEUDO_MAX bytes; returns its length, 0 for UROCE_ENCAP_NONE.
+ */
+static size_t pseudo_fill(enum uroce_encap encap, const uint8_t *l3l4, uint8_t *b)
 {
-	uint8_t b[PSEUDO_MAX];
 	uint8_t *h = b + 8;
 	size_t n;
 
-	memset(b, 0xFF, 8);
 	switch (encap) {
 	case UROCE_ENCAP_V2_IPV4:
 		n = UROCE_IPV4_LEN + UROCE_UDP_LEN;
@@ -78,7 +77,28 @@ uint32_t uroce_icrc_pseudo(enum uroce_encap encap, const uint8_t *l3l4)
 	default:
 		return 0;
 	}
-	return isal_crc(0, b, 8 + n);
+	memset(b, 0xFF, 8);
+	return 8 + n;
+}
+
+uint32_t uroce_icrc_pseudo(enum uroce_encap encap, const uint8_t *l3l4)
+{
+	uint8_t b[UROCE_ICRC_PSEUDO_MAX];
+	size_t n = pseudo_fill(encap, l3l4, b);
+
+	return n ? isal_crc(0, b, n) : 0;
+}
+
+size_t uroce_icrc_bytes(enum uroce_encap encap, const uint8_t *l3l4, const uint8_t *hdr,
+			size_t hdr_len, uint8_t *out)
+{
+	size_t n = pseudo_fill(encap, l3l4, out);
+
+	if (!n)
+		return 0;
+	memcpy(out + n, hdr, hdr_len);
+	out[n + 4] = 0xFF; /* BTH: FECN, BECN, resv6 */
+	return n + hdr_len;
 }
 
 uint32_t uroce_icrc_bth(uint32_t crc, const uint8_t *bth)
@@ -123,6 +143,11 @@ uint32_t uroce_icrc_update(uint32_t crc, const uint8_t *p, size_t len)
 
 uint32_t uroce_icrc(enum uroce_encap encap, const uint8_t *l3l4, const uint8_t *roce, size_t len)
 {
+	if (encap != UROCE_ENCAP_NONE && len >= UROCE_BTH_LEN && len <= UROCE_ICRC_ONE_CALL_MAX) {
+		uint8_t b[UROCE_ICRC_PSEUDO_MAX + UROCE_ICRC_ONE_CALL_MAX];
+
+		return isal_crc(0, b, uroce_icrc_bytes(encap, l3l4, roce, len, b));
+	}
 	uint32_t crc = uroce_icrc_begin(encap, l3l4, roce);
 
 	return uroce_icrc_update(crc, roce + UROCE_BTH_LEN, len - UROCE_BTH_LEN);

@@ -39,10 +39,33 @@ uint32_t uroce_icrc_bth(uint32_t crc, const uint8_t *bth);
  */
 uint32_t uroce_icrc_pseudo_v4_id(uint32_t crc, uint16_t x);
 
+/* The longest masked pseudo-header: 8 x 0xFF, IPv6 and UDP. */
+#define UROCE_ICRC_PSEUDO_MAX (8 + 40 + 8)
+
+/*
+ * Packets up to this many bytes from the BTH to the ICRC are best checked with one CRC call over
+ * a copy of the pseudo-header and the packet: an ISA-L call costs about 10 ns however short its
+ * input, more than the copy, and a packet in pieces takes three or four.
+ */
+#define UROCE_ICRC_ONE_CALL_MAX 192
+
+/*
+ * For one CRC call over a copy: the masked pseudo-header of encap (l3l4 as for
+ * uroce_icrc_begin), then hdr[0 .. hdr_len) with the BTH (its first 12 bytes) masked, into out,
+ * which holds UROCE_ICRC_PSEUDO_MAX + hdr_len bytes. Returns the bytes written, 0 for
+ * UROCE_ENCAP_NONE; uroce_icrc_update(0, out, n), continued over the rest of the packet, is the
+ * ICRC. hdr_len >= 12.
+ */
+size_t uroce_icrc_bytes(enum uroce_encap encap, const uint8_t *l3l4, const uint8_t *hdr,
+			size_t hdr_len, uint8_t *out);
+
 /* Continue over the bytes after the BTH (extension headers, payload, pad). */
 uint32_t uroce_icrc_update(uint32_t crc, const uint8_t *p, size_t len);
 
-/* One call: the ICRC for the transport packet roce[0 .. len) (len excludes the ICRC). */
+/*
+ * One call: the ICRC for the transport packet roce[0 .. len) (len excludes the ICRC), in one CRC
+ * call over a copy up to UROCE_ICRC_ONE_CALL_MAX bytes.
+ */
 uint32_t uroce_icrc(enum uroce_encap encap, const uint8_t *l3l4, const uint8_t *roce, size_t len);
 
 /*

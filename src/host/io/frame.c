@@ -15,6 +15,42 @@ static bool pkt_ok(const struct uroce_tx_pkt *p)
 	       (!p->payload_len || p->payload);
 }
 
+/* The tail: pad, then the ICRC crc (XORed with the descriptor's fault). */
+static void put_tail(struct uroce_txframe *f, const struct uroce_tx_desc *d, uint32_t crc)
+{
+	const struct uroce_tx_pkt *p = d->pkt;
+
+	memset(f->tail, 0, p->pad);
+	uroce_put_le32(f->tail + p->pad, crc ^ d->icrc_xor);
+	f->tail_len = (uint8_t)(p->pad + UROCE_ICRC_LEN);
+}
+
+/* Is d's packet short enough for one CRC call over a copy (UROCE_ICRC_ONE_CALL_MAX)? */
+static bool one_call(const struct uroce_tx_desc *d)
+{
+	const struct uroce_tx_pkt *p = d->pkt;
+
+	return (uint64_t)p->hdr_len + p->payload_len + p->pad <= UROCE_ICRC_ONE_CALL_MAX;
+}
+
+/* The ICRC in one CRC call over a copy of the pseudo-header (l3: the frame's L3 header),
+ * headers, payload and pad; the tail. f->pseudo_crc is not computed. */
+static void finish_one_call(struct uroce_txframe *f, const struct uroce_tx_desc *d,
+			    enum uroce_encap encap, const uint8_t *l3)
+{
+	const struct uroce_tx_pkt *p = d->pkt;
+	uint8_t b[UROCE_ICRC_PSEUDO_MAX + UROCE_ICRC_ONE_CALL_MAX];
+	size_t n = uroce_icrc_bytes(encap, l3, p->hdr, p->hdr_len, b);
+
+	if (p->payload_len)
+		memcpy(b + n, p->payload, p->payload_len);
+	n += p->payload_len;
+	memset(b + n, 0, p->pad);
+	n += p->pad;
+	f->pseudo_ok = false;
+	put_tail(f, d, uroce_icrc_update(0, b, n));
+}
+
 /* The ICRC from f->pseudo_crc over the BTH, extension headers, payload and pad; the tail. */
 static void finish(struct uroce_txframe *f, const struct uroce_tx_desc *d)
 {
@@ -30,9 +66,7 @@ static void finish(struct uroce_txframe *f, const struct uroce_tx_desc *d)
 		crc = uroce_icrc_update(crc, p->payload, p->payload_len);
 	if (p->pad)
 		crc = uroce_icrc_update(crc, zeros, p->pad);
-	memset(f->tail, 0, p->pad);
-	uroce_put_le32(f->tail + p->pad, crc ^ d->icrc_xor);
-	f->tail_len = (uint8_t)(p->pad + UROCE_ICRC_LEN);
+	put_tail(f, d, crc);
 }
 
 int uroce_txframe_build(struct uroce_txframe *f, const struct uroce_tx_desc *d,
@@ -106,7 +140,12 @@ int uroce_txframe_build(struct uroce_txframe *f, const struct uroce_tx_desc *d,
 	f->roce_len = (uint32_t)roce_len;
 
 	/* ICRC over the pseudo-header the receiver will see, the headers, payload and pad. */
+	if (one_call(d)) {
+		finish_one_call(f, d, path->encap, l3);
+		return 0;
+	}
 	f->pseudo_crc = uroce_icrc_pseudo(path->encap, l3);
+	f->pseudo_ok = true;
 	finish(f, d);
 	return 0;
 }
@@ -127,7 +166,16 @@ int uroce_txframe_next(struct uroce_txframe *f, const struct uroce_txframe *prev
 	memcpy(f->head + f->t_off, p->hdr, p->hdr_len);
 	f->head_len = (uint16_t)(f->t_off + p->hdr_len);
 	f->roce_len = prev->roce_len;
-	f->pseudo_crc = uroce_icrc_pseudo_v4_id(prev->pseudo_crc, prev_id ^ ip_id);
+	if (one_call(d)) {
+		finish_one_call(f, d, UROCE_ENCAP_V2_IPV4, f->head + f->l3_off);
+		return 0;
+	}
+	uint32_t base = prev->pseudo_ok
+				? prev->pseudo_crc
+				: uroce_icrc_pseudo(UROCE_ENCAP_V2_IPV4, prev->head + prev->l3_off);
+
+	f->pseudo_crc = uroce_icrc_pseudo_v4_id(base, prev_id ^ ip_id);
+	f->pseudo_ok = true;
 	finish(f, d);
 	return 0;
 }

@@ -32,6 +32,7 @@ struct uroce_txframe {
 	uint8_t tail_len;  /* pad + 4 */
 	uint32_t roce_len; /* BTH..ICRC */
 	uint32_t pseudo_crc; /* the ICRC's state after the pseudo-header (uroce_icrc_pseudo) */
+	bool pseudo_ok;	     /* pseudo_crc computed (not for a packet checked in one call) */
 };
 
 /*
