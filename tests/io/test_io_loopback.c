@@ -31,7 +31,9 @@
 #include "wire/bytes.h"
 
 /*
- * UDP GSO and GRO: 250 RDMA WRITE packets, runs of 49 MIDDLEs of 1 KiB then a shorter LAST.
+ * UDP GSO and GRO: 250 RDMA WRITE packets, runs of 49 MIDDLEs of mid bytes then a shorter LAST
+ * (mid 1 KiB: ICRCs in pieces; mid 64: in one call over a copy, a segment's pseudo-header from
+ * its own headers).
  * The second half of each run goes to another QP: in the first four runs one of the same QPN
  * slot (one process of a shared device), so each of those runs leaves as one GSO send (the
  * kernel's 64-segment limit and 64 KiB allow it); in the last run one of another slot, whose
@@ -40,7 +42,7 @@
  * send arrives whole over loopback (b has UDP_GRO), where b splits it into its packets again.
  */
 static void gso_burst(struct uroce_backend *a, struct uroce_backend *b,
-		      const struct uroce_path *path, const char *what)
+		      const struct uroce_path *path, uint32_t mid, const char *what)
 {
 	enum { N = 250, RUN = 50, HALF = RUN / 2, SENDS = N / RUN + 1 };
 	static struct sent sent[N];
@@ -55,7 +57,7 @@ static void gso_burst(struct uroce_backend *a, struct uroce_backend *b,
 					      : 0x124;
 
 		make_pkt_to(&sent[i], last ? UROCE_OP_RC_WRITE_LAST : UROCE_OP_RC_WRITE_MIDDLE,
-			    3000u + (unsigned)i, last ? 100 : 1024, qpn);
+			    3000u + (unsigned)i, last ? mid / 2 : mid, qpn);
 		d[i] = (struct uroce_tx_desc){&sent[i].pkt, path, 0};
 	}
 	uint64_t gso0 = uroce_backend_counter(a, UROCE_IO_TX_GSO);
@@ -419,8 +421,10 @@ static int test_loopback(const char *pcap, int fixed_port)
 
 	g4.traffic_class = 0x02;
 	g4.hop_limit = 0;
-	gso_burst(a, b, &g4, "GSO/GRO v2/IPv4");
-	gso_burst(a, a, &p6, "GSO/GRO v2/IPv6");
+	gso_burst(a, b, &g4, 1024, "GSO/GRO v2/IPv4");
+	gso_burst(a, a, &p6, 1024, "GSO/GRO v2/IPv6");
+	gso_burst(a, b, &g4, 64, "GSO/GRO v2/IPv4, short packets");
+	gso_burst(a, a, &p6, 64, "GSO/GRO v2/IPv6, short packets");
 	gro_bad(b, a4, b4, port);
 	rebind_keeps(a, b, a4, b4, port);
 
