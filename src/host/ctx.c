@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -71,6 +72,8 @@ struct uroce_ctx {
 		atomic_bool stop;
 		int kick_fd;
 		int watch_fd;	      /* the interface's address watch (os/netif.h), -1: none */
+		int timer_fd;	      /* its sleep's end (timerfd), -1: ppoll's timeout instead */
+		_Atomic uint64_t timer_at; /* when timer_fd is set to fire (0: not set) */
 		bool rx_more;	      /* the last round left received packets for the next (do_rx) */
 		int rx_got;	      /* packets the last round received */
 		uint64_t comp_events; /* completion notifications reported (an application sleeps) */
@@ -132,6 +135,16 @@ static uint64_t mono_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Set the progress thread's timer to fire at `at` (CLOCK_MONOTONIC ns). */
+static void set_timer(struct uroce_ctx *c, uint64_t at)
+{
+	struct itimerspec its = {.it_value = {.tv_sec = (time_t)(at / 1000000000u),
+					      .tv_nsec = (long)(at % 1000000000u)}};
+
+	if (timerfd_settime(c->prog.timer_fd, TFD_TIMER_ABSTIME, &its, NULL) == 0)
+		atomic_store_explicit(&c->prog.timer_at, at, memory_order_relaxed);
 }
 
 /* ---- GID table and device state --------------------------------------------------------- */
@@ -496,6 +509,15 @@ static uint64_t poll_round(struct uroce_ctx *c, uint64_t now)
 	if (!tx)
 		keep_acks(c, end);
 	uroce_pace_poll_ended(&c->pace, now, end);
+	/* The lease renewed: the progress thread's timer goes on before it wakes for nothing. */
+	if (c->prog.timer_fd >= 0) {
+		uint64_t to = uroce_pace_move_timer(
+			&c->pace, end,
+			atomic_load_explicit(&c->prog.timer_at, memory_order_relaxed));
+
+		if (to)
+			set_timer(c, to);
+	}
 	return end;
 }
 
@@ -620,7 +642,7 @@ struct uroce_pace_spin uroce_ctx_spin_state(struct uroce_ctx *c)
 static void *progress_main(void *arg)
 {
 	struct uroce_ctx *c = arg;
-	struct pollfd pfd[4];
+	struct pollfd pfd[5];
 
 	while (!atomic_load(&c->prog.stop)) {
 		int n = 0;
@@ -648,13 +670,26 @@ static void *progress_main(void *arg)
 		if (c->v1 && sockets)
 			pfd[n++] = (struct pollfd){ .fd = uroce_backend_fd(c->v1), .events = POLLIN };
 
+		/* A sleep's end on the timer, which the leased thread moves on (poll_round). */
 		struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000u),
 				       .tv_nsec = (long)(ns % 1000000000u) };
+		bool timed = ns && c->prog.timer_fd >= 0;
 
-		if (ppoll(pfd, (nfds_t)n, &ts, NULL) < 0 && errno != EINTR)
+		if (timed) {
+			set_timer(c, mono_ns() + ns);
+			pfd[n++] = (struct pollfd){.fd = c->prog.timer_fd, .events = POLLIN};
+		}
+		if (ppoll(pfd, (nfds_t)n, timed ? NULL : &ts, NULL) < 0 && errno != EINTR)
 			break;
 		bool kicked = pfd[0].revents & POLLIN;
 		bool watch = c->prog.watch_fd >= 0 && (pfd[1].revents & POLLIN);
+
+		if (timed && (pfd[n - 1].revents & POLLIN)) {
+			uint64_t v;
+
+			if (read(c->prog.timer_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+				break;
+		}
 
 		if (kicked) {
 			uint64_t v;
@@ -735,7 +770,9 @@ static void fork_child(void)
 			close(c->prog.kick_fd);
 		if (c->prog.watch_fd >= 0)
 			close(c->prog.watch_fd);
-		c->prog.kick_fd = c->prog.watch_fd = -1;
+		if (c->prog.timer_fd >= 0)
+			close(c->prog.timer_fd);
+		c->prog.kick_fd = c->prog.watch_fd = c->prog.timer_fd = -1;
 		c->slot = -1; /* the parent's */
 		pthread_mutex_unlock(&c->lock);
 	}
@@ -962,6 +999,7 @@ int uroce_ctx_open(const char *name, const struct uroce_ctx_cfg *cfg, struct uro
 		return -ENOMEM;
 	c->prog.kick_fd = -1;
 	c->prog.watch_fd = -1;
+	c->prog.timer_fd = -1;
 	c->slot = -1;
 	pthread_mutex_init(&c->lock, NULL);
 	rc = uroce_rundir_path(c->rundir, sizeof(c->rundir));
@@ -1017,6 +1055,7 @@ int uroce_ctx_open(const char *name, const struct uroce_ctx_cfg *cfg, struct uro
 		goto fail;
 	}
 	c->prog.watch_fd = uroce_netif_watch_open();
+	c->prog.timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	if (uroce_stats_open(c->rundir, c->def.name, &c->stats.file))
 		c->stats.file = NULL; /* counters are best effort (read-only run-time directory) */
 	c->stats.at = mono_ns();
@@ -1108,6 +1147,8 @@ void uroce_ctx_close(struct uroce_ctx *c)
 		close(c->prog.kick_fd);
 	if (c->prog.watch_fd >= 0)
 		close(c->prog.watch_fd);
+	if (c->prog.timer_fd >= 0)
+		close(c->prog.timer_fd);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }

@@ -18,6 +18,13 @@ uint64_t uroce_pace_hold_off_ns(uint64_t lease_end, uint64_t now, unsigned waite
 	return lease_end && waiters ? UROCE_PACE_LEASE_NS : 0;
 }
 
+uint64_t uroce_pace_timer_moves_to(uint64_t lease_end, uint64_t now, uint64_t at)
+{
+	if (!at || at <= now || lease_end <= at || at - now >= UROCE_PACE_LEASE_NS / 2)
+		return 0;
+	return lease_end;
+}
+
 bool uroce_pace_post_holds(uint64_t now, uint64_t lease_end, uint64_t last_post, uint64_t held)
 {
 	return now < lease_end && now - last_post < UROCE_PACE_POST_BURST_NS &&
@@ -127,6 +134,15 @@ void uroce_pace_poll_ended(struct uroce_pace *p, uint64_t start, uint64_t end)
 {
 	if (streak_step(p, start, end))
 		atomic_store_explicit(&p->app_polled, p->last_poll, memory_order_relaxed);
+}
+
+uint64_t uroce_pace_move_timer(struct uroce_pace *p, uint64_t now, uint64_t at)
+{
+	uint64_t to = uroce_pace_timer_moves_to(uroce_pace_lease_end(p), now, at);
+
+	if (to && p->sleep_until)
+		p->sleep_until = to;
+	return to;
 }
 
 void uroce_pace_poll_found(struct uroce_pace *p, uint64_t now)

@@ -20,6 +20,9 @@
  *   is held (queued, not sent) and goes out with the rest of the burst, in full GSO sends.
  * - ACKs wait for the next post. A leased thread that posts gets the ACKs made for it held for
  *   up to UROCE_PACE_REPLY_HOLD_NS, to go out behind its next request.
+ * - The lease's timer. The progress thread sleeps through a lease on a timer for its end, which
+ *   the leased thread's poll rounds move on as the lease is renewed, before it fires: a thread
+ *   that polls continuously is not preempted by a wake-up that only finds the lease held.
  * - The progress thread's hold-off and spin. It keeps off the lock through a lease and for a
  *   lease's time after one lapsed while a polling thread waits for the lock; after answering a
  *   READ or an atomic, or reporting a completion, it polls its sockets for UROCE_PACE_SPIN_NS
@@ -146,6 +149,15 @@ uint64_t uroce_pace_lease_until(uint64_t polled, uint64_t posted);
  */
 uint64_t uroce_pace_hold_off_ns(uint64_t lease_end, uint64_t now, unsigned waiters);
 
+/*
+ * The lease's timer: when a timer set to fire at `at` (0: none) should fire instead, from the
+ * lease's end and the time; 0: leave it. A timer due before the lease ends moves to the lease's
+ * end once it is less than half a lease away (a system call on about one poll round in a
+ * thousand, not one per round); one already due (at <= now) is left to fire. The progress thread,
+ * woken by a timer whose lease was renewed meanwhile, sets it again.
+ */
+uint64_t uroce_pace_timer_moves_to(uint64_t lease_end, uint64_t now, uint64_t at);
+
 /* Is a post at now held back for its burst? From the lease's end, when the last post ended, and
  * the bytes held with this one included. */
 bool uroce_pace_post_holds(uint64_t now, uint64_t lease_end, uint64_t last_post, uint64_t held);
@@ -231,6 +243,13 @@ void uroce_pace_kept(struct uroce_pace *p, uint64_t now, bool acks_only);
  * a window).
  */
 void uroce_pace_poll_ended(struct uroce_pace *p, uint64_t start, uint64_t end);
+
+/*
+ * The progress thread sleeps on a timer set to fire at `at` (0: none), and the thread holding the
+ * lease polled at now: where the timer should go (uroce_pace_timer_moves_to), 0: leave it.
+ * Records the new time as the progress thread's wake-up.
+ */
+uint64_t uroce_pace_move_timer(struct uroce_pace *p, uint64_t now, uint64_t at);
 
 /*
  * A poll at now found completions (and ran no round): it counts toward the streak, and renews a

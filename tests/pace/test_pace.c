@@ -73,6 +73,32 @@ static void hold_off_ns(void)
 		       "hold_off_ns row %zu: %s", i, rows[i].why);
 }
 
+/* The lease's timer moves to the lease's end when it would fire before it and within half a
+ * lease; a timer due, unset, far off or after the lease stays. */
+static void timer_moves_to(void)
+{
+	static const struct {
+		uint64_t lease_end, now, at, to;
+		const char *why;
+	} rows[] = {
+		{T + L, T, T + L / 2 - 1, T + L, "half a lease away, the lease renewed: it moves"},
+		{T + L, T, T + L / 2, 0, "half a lease or more away: not yet (no call per round)"},
+		{T + L, T, T + 10 * US, T + L, "about to fire for a lease since renewed"},
+		{T + L, T, T, 0, "due: it fires, the thread sets it again"},
+		{T + L, T, T - US, 0, "past"},
+		{T + L, T, 0, 0, "not set"},
+		{T + L, T, T + L, 0, "at the lease's end already"},
+		{T + L / 4, T, T + L / 2 - US, 0, "set beyond the lease: it stays"},
+		{0, T, T + US, 0, "no lease: the thread's own sleep"},
+		{T - US, T, T + US, 0, "the lease lapsed: the timer fires"},
+	};
+
+	for (size_t i = 0; i < N_OF(rows); i++)
+		CHECKF(uroce_pace_timer_moves_to(rows[i].lease_end, rows[i].now, rows[i].at) ==
+			       rows[i].to,
+		       "timer_moves_to row %zu: %s", i, rows[i].why);
+}
+
 /* A post is held for its burst: a lease, soon after the last post, less than a GSO send's worth
  * with the others. */
 static void post_holds(void)
@@ -533,6 +559,7 @@ int main(void)
 {
 	lease_until();
 	hold_off_ns();
+	timer_moves_to();
 	post_holds();
 	reply_holds();
 	spin_step();
