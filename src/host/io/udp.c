@@ -1243,7 +1243,8 @@ static int udp_rx(struct uroce_backend *bb, struct uroce_rx_desc *out, int n)
 	unsigned ready = rx_ready(b);
 
 	for (int k = 0; k < b->ns && slot0 < slots; k++) {
-		int si = (b->rx_rr + k) % b->ns;
+		/* rx_rr < ns (a socket closed resets it): no division on every receive call. */
+		int si = b->rx_rr + k < b->ns ? b->rx_rr + k : b->rx_rr + k - b->ns;
 		const struct udp_sock *s = &b->s[si];
 		int cnt = slots - slot0;
 
@@ -1273,7 +1274,7 @@ static int udp_rx(struct uroce_backend *bb, struct uroce_rx_desc *out, int n)
 	b->rcount = slot0;
 	b->rnext = 0;
 	b->roff = 0;
-	b->rx_rr = (b->rx_rr + 1) % b->ns;
+	b->rx_rr = b->rx_rr + 1 < b->ns ? b->rx_rr + 1 : 0;
 	/* Group changes (a member died, joined, left): never per burst. */
 	if (++b->share_tick >= SHARE_CHECK_EVERY) {
 		b->share_tick = 0;
