@@ -25,12 +25,14 @@ static void put_tail(struct uroce_txframe *f, const struct uroce_tx_desc *d, uin
 	f->tail_len = (uint8_t)(p->pad + UROCE_ICRC_LEN);
 }
 
-/* Is d's packet short enough for one CRC call over a copy (UROCE_ICRC_ONE_CALL_MAX)? */
-static bool one_call(const struct uroce_tx_desc *d)
+/*
+ * Is a packet of roce_len bytes (BTH..ICRC) short enough for one CRC call over a copy
+ * (UROCE_ICRC_ONE_CALL_MAX)? The segments of a GSO send share one length, so a frame and the
+ * ones built after it (uroce_txframe_next) all take the same way.
+ */
+static bool one_call(uint64_t roce_len)
 {
-	const struct uroce_tx_pkt *p = d->pkt;
-
-	return (uint64_t)p->hdr_len + p->payload_len + p->pad <= UROCE_ICRC_ONE_CALL_MAX;
+	return roce_len - UROCE_ICRC_LEN <= UROCE_ICRC_ONE_CALL_MAX;
 }
 
 /* The ICRC in one CRC call over a copy of the pseudo-header (l3: the frame's L3 header),
@@ -47,7 +49,6 @@ static void finish_one_call(struct uroce_txframe *f, const struct uroce_tx_desc 
 	n += p->payload_len;
 	memset(b + n, 0, p->pad);
 	n += p->pad;
-	f->pseudo_ok = false;
 	put_tail(f, d, uroce_icrc_update(0, b, n));
 }
 
@@ -140,12 +141,11 @@ int uroce_txframe_build(struct uroce_txframe *f, const struct uroce_tx_desc *d,
 	f->roce_len = (uint32_t)roce_len;
 
 	/* ICRC over the pseudo-header the receiver will see, the headers, payload and pad. */
-	if (one_call(d)) {
+	if (one_call(roce_len)) {
 		finish_one_call(f, d, path->encap, l3);
 		return 0;
 	}
 	f->pseudo_crc = uroce_icrc_pseudo(path->encap, l3);
-	f->pseudo_ok = true;
 	finish(f, d);
 	return 0;
 }
@@ -166,16 +166,11 @@ int uroce_txframe_next(struct uroce_txframe *f, const struct uroce_txframe *prev
 	memcpy(f->head + f->t_off, p->hdr, p->hdr_len);
 	f->head_len = (uint16_t)(f->t_off + p->hdr_len);
 	f->roce_len = prev->roce_len;
-	if (one_call(d)) {
+	if (one_call(f->roce_len)) {
 		finish_one_call(f, d, UROCE_ENCAP_V2_IPV4, f->head + f->l3_off);
 		return 0;
 	}
-	uint32_t base = prev->pseudo_ok
-				? prev->pseudo_crc
-				: uroce_icrc_pseudo(UROCE_ENCAP_V2_IPV4, prev->head + prev->l3_off);
-
-	f->pseudo_crc = uroce_icrc_pseudo_v4_id(base, prev_id ^ ip_id);
-	f->pseudo_ok = true;
+	f->pseudo_crc = uroce_icrc_pseudo_v4_id(prev->pseudo_crc, prev_id ^ ip_id);
 	finish(f, d);
 	return 0;
 }

@@ -31,8 +31,9 @@ struct uroce_txframe {
 	uint8_t tail[8];
 	uint8_t tail_len;  /* pad + 4 */
 	uint32_t roce_len; /* BTH..ICRC */
-	uint32_t pseudo_crc; /* the ICRC's state after the pseudo-header (uroce_icrc_pseudo) */
-	bool pseudo_ok;	     /* pseudo_crc computed (not for a packet checked in one call) */
+	/* the ICRC's state after the pseudo-header (uroce_icrc_pseudo); not computed for a packet
+	 * of up to UROCE_ICRC_ONE_CALL_MAX bytes, whose ICRC is one CRC call */
+	uint32_t pseudo_crc;
 };
 
 /*
