@@ -670,10 +670,12 @@ static void *progress_main(void *arg)
 		if (c->v1 && sockets)
 			pfd[n++] = (struct pollfd){ .fd = uroce_backend_fd(c->v1), .events = POLLIN };
 
-		/* A sleep's end on the timer, which the leased thread moves on (poll_round). */
+		/* A sleep through a lease (the sockets are not watched) ends on the timer, which
+		 * the leased thread moves on (poll_round); any other sleep on ppoll's timeout, one
+		 * system call. */
 		struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000u),
 				       .tv_nsec = (long)(ns % 1000000000u) };
-		bool timed = ns && c->prog.timer_fd >= 0;
+		bool timed = ns && !sockets && c->prog.timer_fd >= 0;
 
 		if (timed) {
 			set_timer(c, mono_ns() + ns);
