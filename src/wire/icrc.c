@@ -89,6 +89,13 @@ uint32_t uroce_icrc_pseudo(enum uroce_encap encap, const uint8_t *l3l4)
 	return n ? isal_crc(0, b, n) : 0;
 }
 
+/* Copy len >= 12 bytes from a BTH on into out, the BTH masked for the ICRC. */
+static void copy_masked_bth(uint8_t *out, const uint8_t *bth, size_t len)
+{
+	memcpy(out, bth, len);
+	out[4] = 0xFF; /* FECN, BECN, resv6 */
+}
+
 size_t uroce_icrc_bytes(enum uroce_encap encap, const uint8_t *l3l4, const uint8_t *hdr,
 			size_t hdr_len, uint8_t *out)
 {
@@ -96,8 +103,7 @@ size_t uroce_icrc_bytes(enum uroce_encap encap, const uint8_t *l3l4, const uint8
 
 	if (!n)
 		return 0;
-	memcpy(out + n, hdr, hdr_len);
-	out[n + 4] = 0xFF; /* BTH: FECN, BECN, resv6 */
+	copy_masked_bth(out + n, hdr, hdr_len);
 	return n + hdr_len;
 }
 
@@ -105,8 +111,7 @@ uint32_t uroce_icrc_bth(uint32_t crc, const uint8_t *bth)
 {
 	uint8_t b[UROCE_BTH_LEN];
 
-	memcpy(b, bth, UROCE_BTH_LEN);
-	b[4] = 0xFF; /* FECN, BECN, resv6 */
+	copy_masked_bth(b, bth, UROCE_BTH_LEN);
 	return isal_crc(crc, b, UROCE_BTH_LEN);
 }
 
