@@ -152,12 +152,9 @@ void uroce_pace_poll_found(struct uroce_pace *p, uint64_t now)
 	p->found = now;
 }
 
-bool uroce_pace_poll_drains(struct uroce_pace *p, uint64_t now)
+bool uroce_pace_poll_drains(const struct uroce_pace *p, uint64_t now)
 {
-	bool drains = p->found && now - p->found < UROCE_PACE_DRAIN_NS;
-
-	p->found = 0;
-	return drains;
+	return p->found && now - p->found < UROCE_PACE_DRAIN_NS;
 }
 
 void uroce_pace_sent(struct uroce_pace *p)

@@ -120,11 +120,12 @@
 
 /*
  * The drain after completions. Software that drains its CQ (libfabric's verbs provider reads
- * until the CQ is empty) polls once more after taking the completions a round made, before it
- * acts on them. A round for that poll is a receive call between a request's arrival and the
- * reply, on every round trip; the round that made the completions took what the sockets had
- * UROCE_PACE_DRAIN_NS ago at most, and a packet that came since is taken by the poll after.
- * So the first empty poll within that time of a poll that found completions runs no round.
+ * until the CQ is empty) polls again after taking the completions a round made, before it acts
+ * on them; software layered on it polls more than once there (libfabric's rxm polls its verbs
+ * CQ from its own progress, and again for each completion its caller reads). A round for such
+ * a poll is receive calls between a request's arrival and the reply, on every round trip. So
+ * an empty poll within UROCE_PACE_DRAIN_NS of the last poll that found completions runs no
+ * round: a packet that came since is taken by the first poll after that time.
  */
 #define UROCE_PACE_DRAIN_NS 2000ull /* 2 us */
 
@@ -200,7 +201,7 @@ struct uroce_pace {
 	uint64_t held;	      /* bytes of the posts held back since the last send */
 	uint64_t reply_hold;  /* ACKs wait for the application's next post until then (0: not) */
 	uint64_t sleep_until; /* when the sleeping progress thread wakes at the latest (0: awake) */
-	uint64_t found;	      /* when a poll last found completions (0: an empty poll since) */
+	uint64_t found;	      /* when a poll last found completions (0: none yet) */
 	struct uroce_pace_spin spin;
 };
 
@@ -260,10 +261,10 @@ uint64_t uroce_pace_move_timer(struct uroce_pace *p, uint64_t now, uint64_t at);
 void uroce_pace_poll_found(struct uroce_pace *p, uint64_t now);
 
 /*
- * An application thread polled an empty CQ at now: is it the drain right after a poll that found
- * completions (UROCE_PACE_DRAIN_NS), which runs no round? Either way the next empty poll is not.
+ * An application thread polled an empty CQ at now: is it the drain after a poll that found
+ * completions (within UROCE_PACE_DRAIN_NS of the last such poll), which runs no round?
  */
-bool uroce_pace_poll_drains(struct uroce_pace *p, uint64_t now);
+bool uroce_pace_poll_drains(const struct uroce_pace *p, uint64_t now);
 
 /*
  * The CQ is still empty after the round: do the packets to send wait for the thread's next post

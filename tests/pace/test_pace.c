@@ -456,18 +456,20 @@ static const struct step no_spin[] = {
 	PLAN(T + 11 * US, NEVER, false, false, UROCE_PACE_SLEEP_MAX_NS, 1),
 };
 
-/* The first empty poll within UROCE_PACE_DRAIN_NS of a poll that found completions runs no
- * round; the next one does, and so does one that comes later. */
+/* Every empty poll within UROCE_PACE_DRAIN_NS of the last poll that found completions runs no
+ * round; one that comes later does. */
 static const struct step drain[] = {
 	FOUND(T, 0),
-	DRAINS(T + 1 * US, true),  /* the drain right after the completions */
-	DRAINS(T + 1 * US, false), /* only that one: this poll runs a round */
+	DRAINS(T + 1 * US, true), /* the drain right after the completions */
+	DRAINS(T + 1 * US, true), /* the caller's own poll as well (rxm over verbs) */
+	DRAINS(T + UROCE_PACE_DRAIN_NS - 1, true),
+	DRAINS(T + UROCE_PACE_DRAIN_NS, false), /* the time is up: a round */
 	FOUND(T + 10 * US, 0),
 	FOUND(T + 11 * US, 0), /* completions again: the time is the last poll's */
 	DRAINS(T + 11 * US + UROCE_PACE_DRAIN_NS - 1, true),
 	FOUND(T + 20 * US, 0),
 	DRAINS(T + 20 * US + UROCE_PACE_DRAIN_NS, false), /* too late to be the drain */
-	DRAINS(T + 30 * US, false),			   /* no completions since */
+	DRAINS(T + 30 * US, false),			  /* no completions since */
 };
 
 static const struct scenario scenarios[] = {
