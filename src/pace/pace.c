@@ -134,6 +134,7 @@ void uroce_pace_poll_ended(struct uroce_pace *p, uint64_t start, uint64_t end)
 {
 	if (streak_step(p, start, end))
 		atomic_store_explicit(&p->app_polled, p->last_poll, memory_order_relaxed);
+	p->found = 0; /* the drain's time runs from the first completions after this round */
 }
 
 uint64_t uroce_pace_move_timer(struct uroce_pace *p, uint64_t now, uint64_t at)
@@ -149,7 +150,8 @@ void uroce_pace_poll_found(struct uroce_pace *p, uint64_t now)
 {
 	if (streak_step(p, now, now) || app_polled(p))
 		atomic_store_explicit(&p->app_polled, now, memory_order_relaxed);
-	p->found = now;
+	if (!p->found)
+		p->found = now;
 }
 
 bool uroce_pace_poll_drains(const struct uroce_pace *p, uint64_t now)

@@ -456,20 +456,25 @@ static const struct step no_spin[] = {
 	PLAN(T + 11 * US, NEVER, false, false, UROCE_PACE_SLEEP_MAX_NS, 1),
 };
 
-/* Every empty poll within UROCE_PACE_DRAIN_NS of the last poll that found completions runs no
- * round; one that comes later does. */
+/* Every empty poll within UROCE_PACE_DRAIN_NS of the first poll since the last round that found
+ * completions runs no round; one that comes later does. Completions found again without a round
+ * (a UD send's, made by its post) leave that time as it is, so that a thread that also waits for
+ * a receive runs a round soon. */
 static const struct step drain[] = {
-	FOUND(T, 0),
-	DRAINS(T + 1 * US, true), /* the drain right after the completions */
+	FOUND(T, 0),		  /* completions */
+	DRAINS(T + 1 * US, true), /* the drain right after them */
 	DRAINS(T + 1 * US, true), /* the caller's own poll as well (rxm over verbs) */
-	DRAINS(T + UROCE_PACE_DRAIN_NS - 1, true),
-	DRAINS(T + UROCE_PACE_DRAIN_NS, false), /* the time is up: a round */
-	FOUND(T + 10 * US, 0),
-	FOUND(T + 11 * US, 0), /* completions again: the time is the last poll's */
-	DRAINS(T + 11 * US + UROCE_PACE_DRAIN_NS - 1, true),
-	FOUND(T + 20 * US, 0),
-	DRAINS(T + 20 * US + UROCE_PACE_DRAIN_NS, false), /* too late to be the drain */
-	DRAINS(T + 30 * US, false),			  /* no completions since */
+	DRAINS(T + UROCE_PACE_DRAIN_NS - 1, true),	     /* still within the time */
+	DRAINS(T + UROCE_PACE_DRAIN_NS, false),		     /* the time is up: a round */
+	POLL(T + UROCE_PACE_DRAIN_NS, 0),		     /* that round */
+	FOUND(T + 10 * US, 0),				     /* completions after it */
+	FOUND(T + 11 * US, 0),				     /* again, without a round */
+	DRAINS(T + 10 * US + UROCE_PACE_DRAIN_NS - 1, true), /* the time is the first's */
+	DRAINS(T + 10 * US + UROCE_PACE_DRAIN_NS, false),    /* so this one runs a round */
+	POLL(T + 10 * US + UROCE_PACE_DRAIN_NS, 0),	     /* that round */
+	FOUND(T + 20 * US, 0),				     /* completions after it */
+	DRAINS(T + 20 * US + UROCE_PACE_DRAIN_NS, false),    /* too late to be the drain */
+	DRAINS(T + 30 * US, false),			     /* no completions since */
 };
 
 static const struct scenario scenarios[] = {
