@@ -148,10 +148,11 @@ uint64_t uroce_pace_move_timer(struct uroce_pace *p, uint64_t now, uint64_t at)
 
 void uroce_pace_poll_found(struct uroce_pace *p, uint64_t now)
 {
+	/* The drain's time starts at the first completions after a round or a pause in polling. */
+	if (!p->found || now - p->last_poll >= UROCE_PACE_DRAIN_NS)
+		p->found = now;
 	if (streak_step(p, now, now) || app_polled(p))
 		atomic_store_explicit(&p->app_polled, now, memory_order_relaxed);
-	if (!p->found)
-		p->found = now;
 }
 
 bool uroce_pace_poll_drains(const struct uroce_pace *p, uint64_t now)

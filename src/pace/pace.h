@@ -127,8 +127,9 @@
  * an empty poll within UROCE_PACE_DRAIN_NS of the first poll since the last round that found
  * completions runs no round: a packet that came since is taken by the first poll after that
  * time. Completions found without a round (a UD send's, made by its post) do not move that
- * time on: a thread that polls one CQ with those and another for a receive runs a round at
- * least that often.
+ * time on while the thread keeps polling: a thread that polls one CQ with those and another
+ * for a receive runs a round at least that often. After a pause in polling (a sleep on a
+ * completion channel) the time starts again at the completions found.
  */
 #define UROCE_PACE_DRAIN_NS 2000ull /* 2 us */
 
@@ -204,7 +205,7 @@ struct uroce_pace {
 	uint64_t held;	      /* bytes of the posts held back since the last send */
 	uint64_t reply_hold;  /* ACKs wait for the application's next post until then (0: not) */
 	uint64_t sleep_until; /* when the sleeping progress thread wakes at the latest (0: awake) */
-	uint64_t found;	      /* when a poll first found completions since the last round */
+	uint64_t found;	      /* when the drain's time starts (uroce_pace_poll_drains), 0: none */
 	struct uroce_pace_spin spin;
 };
 
@@ -265,8 +266,8 @@ void uroce_pace_poll_found(struct uroce_pace *p, uint64_t now);
 
 /*
  * An application thread polled an empty CQ at now: is it the drain after a poll that found
- * completions (within UROCE_PACE_DRAIN_NS of the first such poll since the last round), which
- * runs no round?
+ * completions (within UROCE_PACE_DRAIN_NS of the first such poll since the last round or a pause
+ * in polling), which runs no round?
  */
 bool uroce_pace_poll_drains(const struct uroce_pace *p, uint64_t now);
 

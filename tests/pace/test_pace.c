@@ -459,7 +459,7 @@ static const struct step no_spin[] = {
 /* Every empty poll within UROCE_PACE_DRAIN_NS of the first poll since the last round that found
  * completions runs no round; one that comes later does. Completions found again without a round
  * (a UD send's, made by its post) leave that time as it is, so that a thread that also waits for
- * a receive runs a round soon. */
+ * a receive runs a round soon; after a pause in polling it starts again. */
 static const struct step drain[] = {
 	FOUND(T, 0),		  /* completions */
 	DRAINS(T + 1 * US, true), /* the drain right after them */
@@ -475,6 +475,8 @@ static const struct step drain[] = {
 	FOUND(T + 20 * US, 0),				     /* completions after it */
 	DRAINS(T + 20 * US + UROCE_PACE_DRAIN_NS, false),    /* too late to be the drain */
 	DRAINS(T + 30 * US, false),			     /* no completions since */
+	FOUND(T + 40 * US, 0),	   /* completions after a pause in polling, no round between */
+	DRAINS(T + 41 * US, true), /* the time starts again at them */
 };
 
 static const struct scenario scenarios[] = {
