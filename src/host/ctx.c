@@ -29,6 +29,7 @@
 #include "host/io/udp.h"
 #include "host/io/wrap_env.h"
 #include "host/mem_guard.h"
+#include "host/os/mono_clock.h"
 #include "host/os/neigh.h"
 #include "host/os/nocancel.h"
 #include "host/os/netif.h"
@@ -128,14 +129,6 @@ struct uroce_ctx {
 		struct uroce_rx_desc rxd[CTX_BURST];
 	} burst;
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* Set the progress thread's timer to fire at `at` (CLOCK_MONOTONIC ns). */
 static void set_timer(struct uroce_ctx *c, uint64_t at)
@@ -504,7 +497,7 @@ static uint64_t poll_round(struct uroce_ctx *c, uint64_t now)
 					      pending && uroce_eng_tx_acks_only(c->eng));
 
 	round_at(c, now, tx);
-	uint64_t end = mono_ns();
+	uint64_t end = uroce_mono_ns();
 
 	if (!tx)
 		keep_acks(c, end);
@@ -537,10 +530,10 @@ bool uroce_ctx_polled(struct uroce_ctx *c, enum uroce_ctx_poll what)
 		return false;
 	switch (what) {
 	case UROCE_CTX_POLL_FOUND:
-		uroce_pace_poll_found(&c->pace, mono_ns());
+		uroce_pace_poll_found(&c->pace, uroce_mono_ns());
 		return false;
 	case UROCE_CTX_POLL_EMPTY: {
-		uint64_t now = mono_ns();
+		uint64_t now = uroce_mono_ns();
 
 		if (uroce_pace_poll_drains(&c->pace, now)) {
 			poll_no_round(c, now);
@@ -560,7 +553,7 @@ bool uroce_ctx_polled(struct uroce_ctx *c, enum uroce_ctx_poll what)
 void uroce_ctx_poll_idle(struct uroce_ctx *c)
 {
 	if (!c->orphan && uroce_eng_tx_pending(c->eng))
-		do_tx(c, mono_ns());
+		do_tx(c, uroce_mono_ns());
 	else if (!c->orphan)
 		uroce_pace_sent(&c->pace); /* nothing held, nothing waits */
 	drain_events(c);
@@ -585,13 +578,13 @@ bool uroce_ctx_post_tx(struct uroce_ctx *c, size_t bytes)
 {
 	if (c->orphan)
 		return false;
-	uint64_t now = mono_ns();
+	uint64_t now = uroce_mono_ns();
 	bool held = uroce_pace_post(&c->pace, now, bytes);
 
 	if (held)
 		return uroce_pace_posted(&c->pace, now, true, false, UROCE_NEVER);
 	uroce_ctx_poll_idle(c);
-	now = mono_ns(); /* the post ends after its send */
+	now = uroce_mono_ns(); /* the post ends after its send */
 	bool pending = uroce_eng_tx_pending(c->eng);
 	uint64_t deadline = !pending && uroce_pace_asleep(&c->pace) ? uroce_eng_next_deadline(c->eng)
 								    : UROCE_NEVER;
@@ -625,7 +618,7 @@ static void reply_round(struct uroce_ctx *c, uint64_t now)
 		do_tx(c, now);
 		break;
 	case UROCE_PACE_KEEP_ACKS:
-		keep_acks(c, mono_ns());
+		keep_acks(c, uroce_mono_ns());
 		break;
 	case UROCE_PACE_NOTHING:
 		break;
@@ -646,13 +639,13 @@ static void *progress_main(void *arg)
 
 	while (!atomic_load(&c->prog.stop)) {
 		int n = 0;
-		uint64_t ns =
-			uroce_pace_hold_off(&c->pace, mono_ns(), atomic_load(&c->lock_waiters));
+		uint64_t ns = uroce_pace_hold_off(&c->pace, uroce_mono_ns(),
+						  atomic_load(&c->lock_waiters));
 		bool sockets = false;
 
 		if (!ns) {
 			pthread_mutex_lock(&c->lock);
-			uint64_t now = mono_ns();
+			uint64_t now = uroce_mono_ns();
 			struct uroce_pace_sleep sl = uroce_pace_plan_sleep(
 				&c->pace, now, uroce_eng_next_deadline(c->eng),
 				uroce_eng_tx_pending(c->eng), c->prog.rx_more,
@@ -665,8 +658,12 @@ static void *progress_main(void *arg)
 		pfd[n++] = (struct pollfd){ .fd = c->prog.kick_fd, .events = POLLIN };
 		if (c->prog.watch_fd >= 0)
 			pfd[n++] = (struct pollfd){ .fd = c->prog.watch_fd, .events = POLLIN };
-		if (c->v2 && sockets)
+		int v2_at = -1;
+
+		if (c->v2 && sockets) {
+			v2_at = n;
 			pfd[n++] = (struct pollfd){ .fd = uroce_backend_fd(c->v2), .events = POLLIN };
+		}
 		if (c->v1 && sockets)
 			pfd[n++] = (struct pollfd){ .fd = uroce_backend_fd(c->v1), .events = POLLIN };
 
@@ -678,7 +675,7 @@ static void *progress_main(void *arg)
 		bool timed = ns && !sockets && c->prog.timer_fd >= 0;
 
 		if (timed) {
-			set_timer(c, mono_ns() + ns);
+			set_timer(c, uroce_mono_ns() + ns);
 			pfd[n++] = (struct pollfd){.fd = c->prog.timer_fd, .events = POLLIN};
 		}
 		if (ppoll(pfd, (nfds_t)n, timed ? NULL : &ts, NULL) < 0 && errno != EINTR)
@@ -701,15 +698,17 @@ static void *progress_main(void *arg)
 		}
 		/* A lease still held (the application polled since we planned): its rounds do the
 		 * work, timers included; look again when it may have ended. */
-		if (!sockets && !kicked && !watch && uroce_pace_leased(&c->pace, mono_ns()))
+		if (!sockets && !kicked && !watch && uroce_pace_leased(&c->pace, uroce_mono_ns()))
 			continue;
 		pthread_mutex_lock(&c->lock);
 		uroce_pace_woken(&c->pace);
+		if (v2_at >= 0 && (pfd[v2_at].revents & POLLIN))
+			uroce_udp_woken(c->v2);
 		if (watch && uroce_netif_watch_drain(c->prog.watch_fd) > 0) {
 			refresh(c);
 			rebind_v2(c);
 		}
-		reply_round(c, mono_ns());
+		reply_round(c, uroce_mono_ns());
 		pthread_mutex_unlock(&c->lock);
 	}
 	return NULL;
@@ -931,7 +930,7 @@ static void rebind_v2(struct uroce_ctx *c)
 		return;
 	}
 	if (c->v2) {
-		uint64_t t = mono_ns();
+		uint64_t t = uroce_mono_ns();
 
 		for (int i = 0; i < 64 && rx_burst(c, c->v2, t) > 0; i++)
 			;
@@ -1060,7 +1059,7 @@ int uroce_ctx_open(const char *name, const struct uroce_ctx_cfg *cfg, struct uro
 	c->prog.timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	if (uroce_stats_open(c->rundir, c->def.name, &c->stats.file))
 		c->stats.file = NULL; /* counters are best effort (read-only run-time directory) */
-	c->stats.at = mono_ns();
+	c->stats.at = uroce_mono_ns();
 	rc = -pthread_create(&c->prog.thread, NULL, progress_main, c);
 	if (rc)
 		goto fail;
@@ -1090,7 +1089,7 @@ static void stop_progress(struct uroce_ctx *c)
 static void release_io(struct uroce_ctx *c)
 {
 	if (c->eng) {
-		round_at(c, mono_ns(), true);
+		round_at(c, uroce_mono_ns(), true);
 		stats_flush(c);
 	}
 	uroce_backend_close(c->v2);

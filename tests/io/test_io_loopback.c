@@ -2,8 +2,9 @@
 /*
  * The UDP (RoCE v2) backend on loopback, with the pcap tap on both ends (run by loopback.sh):
  * every opcode over 127.0.0.1 and ::1 both ways, TOS, TTL and ECN; UDP GSO and GRO; a bad GRO
- * datagram; address changes (uroce_udp_rebind); paths the backend does not serve; corrupted
- * and short datagrams from plain sockets; the IPv4 ID solver (socket- and raw-sent IDs).
+ * datagram; which sockets a receive looks at; address changes (uroce_udp_rebind); paths the
+ * backend does not serve; corrupted and short datagrams from plain sockets; the IPv4 ID solver
+ * (socket- and raw-sent IDs).
  *
  *   test_io_loopback PCAP [PORT]   PCAP gets the tap capture (loopback.sh checks it with
  *                                  uroce pcap-check and scapy); PORT 0 or none: the first free
@@ -273,6 +274,39 @@ static void send_n(struct uroce_backend *a, const struct uroce_path *path, int n
 	send_burst(a, d, n, ids, NULL, NULL, what);
 }
 
+/*
+ * A receiver with two sockets looks at the one that had the last datagram alone for a while
+ * (sweeps of both far apart while only it gets traffic); a thread woken because the backend's
+ * fd polled readable (uroce_udp_woken) looks at both at once: a datagram on the quiet socket is
+ * in its very next receive call. a: 127.0.0.1 and ::1; to_a: b -> a over IPv4; self6: a -> a
+ * over ::1.
+ */
+static void woken_sweeps(struct uroce_backend *a, struct uroce_backend *b,
+			 const struct uroce_path *to_a, const struct uroce_path *self6)
+{
+	struct count_ctx cc = {.last_psn = -1};
+
+	for (int i = 0; i < 200; i++) {
+		send_n(b, to_a, 1, 100u + (unsigned)i, "sweeps: IPv4 traffic");
+		rx_until(a, 1, on_count, &cc, 3000, NULL);
+	}
+	CHECKF(cc.n == 200, "sweeps: IPv4 traffic: received %d of 200", cc.n);
+	send_n(a, self6, 1, 900, "sweeps: one on ::1");
+	struct pollfd p = {.fd = uroce_backend_fd(a), .events = POLLIN};
+
+	CHECKF(poll(&p, 1, 3000) == 1, "sweeps: a's fd not readable for its ::1 datagram");
+	uroce_udp_woken(a);
+
+	struct uroce_rx_desc out[UROCE_BACKEND_BATCH];
+	int r = uroce_backend_rx(a, out, UROCE_BACKEND_BATCH);
+
+	bool at_once = r == 1 && uroce_get_be24(out[0].pkt.data + 9) == 900;
+
+	CHECKF(at_once, "sweeps: woken, the next receive got %d packets, want the one on ::1", r);
+	if (at_once)
+		printf("sweeps: a woken receiver found the quiet socket's datagram at once\n");
+}
+
 /* Send 5 packets from a over path and count them in on b. */
 static void five_more(struct uroce_backend *a, const struct uroce_path *path, uint32_t psn,
 		      struct uroce_backend *b, struct count_ctx *cc, const char *what)
@@ -415,6 +449,7 @@ static int test_loopback(const char *pcap, int fixed_port)
 	CHECK(p6.sport == 0xFCF4);
 	CHECK(uroce_udp_sport(0x11, 0x12, 0) == 0xC132);
 	every_opcode(a, a, &p6, 9, "v2/IPv6 ::1 -> ::1");
+	woken_sweeps(a, b, &p4r, &p6);
 
 	/* Segmentation offload both ways, IPv4 and IPv6. */
 	struct uroce_path g4 = p4;

@@ -24,6 +24,7 @@
 #include "host/config/device.h"
 #include "host/config/gid.h"
 #include "host/config/rundir.h"
+#include "host/os/mono_clock.h"
 #include "wire/mad.h"
 
 #define UROCE_CMA_RECVS 64
@@ -52,10 +53,7 @@ static struct {
 
 uint64_t cma_now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return uroce_mono_ns();
 }
 
 static unsigned env_uint(const char *name, unsigned dflt, unsigned max)

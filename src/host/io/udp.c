@@ -87,6 +87,7 @@
 #include "host/io/udp.h"
 #include "host/io/v2_rx.h"
 #include "host/os/ethtool.h"
+#include "host/os/mono_clock.h"
 #include "host/os/netif.h"
 #include "host/os/nocancel.h"
 #include "host/os/v4mapped.h"
@@ -109,6 +110,8 @@
 /* Group checks between two looks at whether the interface merges packets (the top of the
  * file): two ioctls per this many times SHARE_CHECK_EVERY bursts. */
 #define MERGE_CHECK_EVERY 16
+/* The epoll set's data: a socket's index, with this bit for its share group's fd. */
+#define EV_GROUP 0x100u
 /* Receive buffer per socket (what the kernel accounts: payload plus skb overhead). */
 #define UROCE_UDP_RCVBUF (32 << 20)
 #define TX_CTL_LEN (2 * CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(uint16_t)))
@@ -163,7 +166,8 @@ struct udp_be {
 	bool gso_once_off; /* the next send goes one datagram per packet (a GSO send failed) */
 	int rx_rr; /* socket to read first, round robin */
 	int hot;		/* the socket that had the last datagram */
-	unsigned hot_looks;	/* receive calls that looked at it alone since the last sweep */
+	uint64_t sweep_due;	/* when a receive call looks at every socket next (ns) */
+	uint32_t sweep_ns;	/* the interval (rx_ready) */
 	const struct uroce_share_cfg *share; /* during open only */
 	unsigned share_tick;
 	unsigned merge_tick; /* group checks since the last look at the interface's GRO */
@@ -409,9 +413,10 @@ static int open_sock(struct udp_be *b, const struct uroce_backend_cfg *cfg, cons
 		return r;
 	}
 	struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)b->ns};
+	struct epoll_event gev = {.events = EPOLLIN, .data.u32 = (uint32_t)b->ns | EV_GROUP};
 
 	if (epoll_ctl(b->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ||
-	    (s->share && epoll_ctl(b->epfd, EPOLL_CTL_ADD, uroce_share_fd(s->share), &ev) < 0)) {
+	    (s->share && epoll_ctl(b->epfd, EPOLL_CTL_ADD, uroce_share_fd(s->share), &gev) < 0)) {
 		r = -errno;
 		if (s->share)
 			uroce_share_leave(s->share, fd);
@@ -441,6 +446,7 @@ static int open_sock(struct udp_be *b, const struct uroce_backend_cfg *cfg, cons
 		b->gro_shared = merges_nothing(b, fd);
 	update_gro(b, s);
 	b->ns++;
+	b->sweep_due = 0; /* a new socket: the next receive looks at it */
 	return 0;
 }
 
@@ -593,14 +599,16 @@ static void drop_sock(struct udp_be *b, int i)
 	}
 	if (i != --b->ns) {
 		struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
+		struct epoll_event gev = {.events = EPOLLIN, .data.u32 = (uint32_t)i | EV_GROUP};
 
 		*s = b->s[b->ns];
 		epoll_ctl(b->epfd, EPOLL_CTL_MOD, s->fd, &ev);
 		if (s->share)
-			epoll_ctl(b->epfd, EPOLL_CTL_MOD, uroce_share_fd(s->share), &ev);
+			epoll_ctl(b->epfd, EPOLL_CTL_MOD, uroce_share_fd(s->share), &gev);
 	}
 	b->rx_rr = 0;
 	b->hot = 0;
+	b->sweep_due = 0;
 }
 
 int uroce_udp_rebind(struct uroce_backend *bb, const struct uroce_backend_cfg *cfg,
@@ -715,6 +723,7 @@ int uroce_udp_mcast_join(struct uroce_backend *bb, const uint8_t group[16])
 		setint(fd, SOL_SOCKET, SO_RCVBUF, UROCE_UDP_RCVBUF);
 	struct udp_sock *s = &b->s[b->ns++];
 
+	b->sweep_due = 0;
 	*s = (struct udp_sock){.fd = fd,
 			       .encap = v4 ? UROCE_ENCAP_V2_IPV4 : UROCE_ENCAP_V2_IPV6,
 			       .group = true};
@@ -1193,38 +1202,57 @@ static int split_rx(struct udp_be *b, struct uroce_rx_desc *out, int n)
 }
 
 /*
- * How many receive calls in a row look at the socket that had the last datagram alone, before
- * one looks at them all. A busy-polling application asks many times per packet, and its peer's
- * next packet nearly always comes to the same socket: a look at that one is the recvmmsg that
- * takes the packet, one system call on the round trip's path instead of an epoll_wait and then
- * the recvmmsg. A datagram on another socket waits up to this many calls more (a sleeping
- * progress thread, which the other socket wakes, runs that many short rounds).
+ * How long receive calls look at the socket that had the last datagram alone before one looks
+ * at them all (a sweep: one epoll_wait instead of an empty recvmmsg on each). A busy-polling
+ * application asks many times per packet, and its peer's next packet nearly always comes to
+ * the same socket: a look at that one is the recvmmsg that takes the packet, one system call on
+ * the round trip's path, where a sweep first would be two (and a packet arriving during a sweep
+ * waits for it). The interval doubles, from the least to the most, with each sweep that finds
+ * no other socket ready, and is the least again after one that does: a datagram on another
+ * socket waits up to the interval more, once after a long quiet there, and traffic on several
+ * sockets at once keeps it short. A thread woken by the sockets (uroce_udp_woken) sweeps at
+ * once.
  */
-#define UDP_HOT_LOOKS 3
+#define UDP_SWEEP_MIN_NS 4000u
+#define UDP_SWEEP_MAX_NS 64000u
 
-/*
- * Which sockets have datagrams: with one socket, assume it has (recvmmsg tells); with several,
- * the one that had the last datagram (UDP_HOT_LOOKS calls in a row), then one epoll_wait
- * instead of an empty recvmmsg on each. Returns a bit mask of socket indexes.
- */
+void uroce_udp_woken(struct uroce_backend *bb)
+{
+	struct udp_be *b = (struct udp_be *)uroce_backend_base(bb);
+
+	if (b && b->b.ops == &uroce_udp_ops)
+		b->sweep_due = 0;
+}
+
+/* Which sockets have datagrams (see above). Returns a bit mask of socket indexes. */
 static unsigned rx_ready(struct udp_be *b)
 {
 	struct epoll_event ev[2 * MAX_SOCKS];
-	unsigned mask = 0;
+	unsigned mask = 0, sockets = 0;
 
 	if (b->ns == 1)
-		return 1;
-	if (b->hot < b->ns && b->hot_looks < UDP_HOT_LOOKS) {
-		b->hot_looks++;
+		return 1; /* recvmmsg tells */
+	uint64_t now = uroce_mono_ns();
+
+	if (b->hot < b->ns && now < b->sweep_due)
 		return 1u << b->hot;
-	}
-	b->hot_looks = 0;
 	int k = uroce_epoll_ready(b->epfd, ev, 2 * MAX_SOCKS);
 
 	if (k < 0)
 		return (1u << b->ns) - 1; /* EINTR: try them all */
-	for (int i = 0; i < k; i++)
-		mask |= 1u << (ev[i].data.u32 & 0xFF); /* a group's fd: harmless extra look */
+	for (int i = 0; i < k; i++) {
+		unsigned bit = 1u << (ev[i].data.u32 & 0xFF);
+
+		mask |= bit; /* a group's fd: a harmless extra look at its socket */
+		if (!(ev[i].data.u32 & EV_GROUP))
+			sockets |= bit;
+	}
+	uint32_t next = b->sweep_ns * 2;
+
+	if (b->hot >= b->ns || (sockets & ~(1u << b->hot)) || next < UDP_SWEEP_MIN_NS)
+		next = UDP_SWEEP_MIN_NS;
+	b->sweep_ns = next < UDP_SWEEP_MAX_NS ? next : UDP_SWEEP_MAX_NS;
+	b->sweep_due = now + b->sweep_ns;
 	return mask;
 }
 

@@ -44,6 +44,13 @@ int uroce_udp_rebind(struct uroce_backend *b, const struct uroce_backend_cfg *cf
 int uroce_udp_share_gsi(struct uroce_backend *b, const struct uroce_share_cfg *share);
 
 /*
+ * A thread is about to receive because b's fd (uroce_backend_fd) polled readable: its next
+ * receive looks at every socket, not only the one that had the last datagram. b: wrappers
+ * allowed; not a udp backend: nothing.
+ */
+void uroce_udp_woken(struct uroce_backend *b);
+
+/*
  * IP multicast groups (RoCE v2 multicast, uroce_ctx's attached MGIDs): join group (an IPv4
  * group as a v4-mapped GID, or an IPv6 group) on the backend's interface, with a socket bound to
  * (group, port) that receives the group's packets (IGMP or MLD membership while it is open;
