@@ -56,11 +56,13 @@
  *
  * Sharing (share_group.h): uroce_udp_open_shared() makes each socket a member of its address's
  * SO_REUSEPORT group, whose steering program hands every datagram straight to the socket of the
- * process owning the destination QP. The group's watch fd sits in our epoll set; rx_burst looks
- * at it every SHARE_CHECK_EVERY bursts, empty or not, so a busy data path (or an application
- * busy-polling its CQ, which makes empty bursts all the time) pays one check per that many, and
- * a progress thread woken by the watch fd alone finds it within that many quick rounds.
- * With several sockets, an empty burst costs one epoll_wait rather than a recvmmsg on each.
+ * process owning the destination QP. The group's watch fd sits in our epoll set: with several
+ * sockets, rx_burst checks the groups whose fd a sweep of the set (rx_ready) found ready, so a
+ * busy data path (or an application busy-polling its CQ, which makes empty bursts all the time)
+ * pays nothing while nothing changes, and a progress thread woken by a watch fd checks at once;
+ * with one socket, no sweep tells, and rx_burst checks its group every SHARE_CHECK_EVERY bursts,
+ * empty or not (a progress thread woken by the watch fd alone finds it within that many quick
+ * rounds).
  *
  * Not done: sending a non-zero IPv6 flow label (rxe sends 0; the ICRC masks it).
  */
@@ -170,6 +172,7 @@ struct udp_be {
 	uint32_t sweep_ns;	/* the interval (rx_ready) */
 	const struct uroce_share_cfg *share; /* during open only */
 	unsigned share_tick;
+	unsigned groups_ready; /* sockets whose group's fd the last sweep found ready */
 	unsigned merge_tick; /* group checks since the last look at the interface's GRO */
 	/* transmit scratch, batch entries each */
 	struct uroce_txframe *tf;
@@ -1244,7 +1247,9 @@ static unsigned rx_ready(struct udp_be *b)
 		unsigned bit = 1u << (ev[i].data.u32 & 0xFF);
 
 		mask |= bit; /* a group's fd: a harmless extra look at its socket */
-		if (!(ev[i].data.u32 & EV_GROUP))
+		if (ev[i].data.u32 & EV_GROUP)
+			b->groups_ready |= bit; /* udp_rx checks the group */
+		else
 			sockets |= bit;
 	}
 	uint32_t next = b->sweep_ns * 2;
@@ -1303,19 +1308,28 @@ static int udp_rx(struct uroce_backend *bb, struct uroce_rx_desc *out, int n)
 	b->rnext = 0;
 	b->roff = 0;
 	b->rx_rr = b->rx_rr + 1 < b->ns ? b->rx_rr + 1 : 0;
-	/* Group changes (a member died, joined, left): never per burst. */
+	/* Group changes (a member died, joined, left), never looked for per burst: with several
+	 * sockets, the groups whose fd a sweep found ready; with one (no sweeps), its group every
+	 * SHARE_CHECK_EVERY bursts. */
+	unsigned check = b->groups_ready, regro = check;
+
+	b->groups_ready = 0;
 	if (++b->share_tick >= SHARE_CHECK_EVERY) {
 		b->share_tick = 0;
 		if (b->ns > 0 && ++b->merge_tick >= MERGE_CHECK_EVERY) {
 			b->merge_tick = 0;
 			b->gro_shared = merges_nothing(b, b->s[0].fd);
+			regro = ~0u;
 		}
-		for (int i = 0; i < b->ns; i++) {
-			if (!b->s[i].share)
-				continue;
+		if (b->ns == 1)
+			check = regro |= 1u;
+	}
+	for (int i = 0; regro && i < b->ns; i++) {
+		if (!b->s[i].share || !(regro & (1u << i)))
+			continue;
+		if (check & (1u << i))
 			uroce_share_check(b->s[i].share, b->s[i].fd);
-			update_gro(b, &b->s[i]); /* someone may have joined or left */
-		}
+		update_gro(b, &b->s[i]); /* someone may have joined or left */
 	}
 	return split_rx(b, out, n);
 }
