@@ -664,8 +664,12 @@ static void *progress_main(void *arg)
 			v2_at = n;
 			pfd[n++] = (struct pollfd){ .fd = uroce_backend_fd(c->v2), .events = POLLIN };
 		}
-		if (c->v1 && sockets)
+		int v1_at = -1;
+
+		if (c->v1 && sockets) {
+			v1_at = n;
 			pfd[n++] = (struct pollfd){ .fd = uroce_backend_fd(c->v1), .events = POLLIN };
+		}
 
 		/* A sleep through a lease (the sockets are not watched) ends on the timer, which
 		 * the leased thread moves on (poll_round); any other sleep on ppoll's timeout, one
@@ -704,6 +708,8 @@ static void *progress_main(void *arg)
 		uroce_pace_woken(&c->pace);
 		if (v2_at >= 0 && (pfd[v2_at].revents & POLLIN))
 			uroce_udp_woken(c->v2);
+		if (v1_at >= 0 && (pfd[v1_at].revents & POLLIN))
+			uroce_packet_woken(c->v1);
 		if (watch && uroce_netif_watch_drain(c->prog.watch_fd) > 0) {
 			refresh(c);
 			rebind_v2(c);

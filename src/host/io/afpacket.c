@@ -12,10 +12,11 @@
  * processes sharing the interface each receive their own frames only, and none is counted
  * DROP_NO_QP by a process that does not own its QP. QP1 (CM MADs): opened with
  * uroce_packet_open_shared(), the process is listed in the interface's v1 membership file and
- * its filter takes the QP1 frames that the file's claims give it (share_group.h); the file's watch fd
- * sits in the backend's epoll set (its fd), and rx_burst re-attaches the filter when the file
- * changes, looking when a burst comes back empty and every SHARE_CHECK_EVERY bursts. Opened
- * with uroce_packet_ops.open, every QP1 frame is taken.
+ * its filter takes the QP1 frames that the file's claims give it (share_group.h); the file's
+ * watch fd sits in the backend's epoll set (its fd), and rx_burst re-attaches the filter when the
+ * file changes, looking every SHARE_CHECK_EVERY bursts and when a thread woken by that fd
+ * (uroce_packet_woken) finds no frame. Opened with uroce_packet_ops.open, every QP1 frame is
+ * taken.
  *
  * Local delivery, as a NIC does it: a frame sent to the interface's own MAC never comes back
  * from the wire. ETH_P_ALL (rather than 0x8915) is what makes the kernel show the receive socket
@@ -77,6 +78,7 @@ struct pkt_be {
 	int epfd; /* with a v1 membership file: fd and the file's watch; else -1 */
 	struct uroce_share_group *share; /* NULL: no membership file */
 	unsigned share_tick;
+	bool woken; /* the next receive is a thread's woken by the fd (uroce_packet_woken) */
 	struct sockaddr_ll txaddr;
 	int ifindex;
 	uint32_t mtu;
@@ -352,10 +354,25 @@ static int pkt_fd(const struct uroce_backend *bb)
 	return b->epfd >= 0 ? b->epfd : b->fd;
 }
 
-/* Membership changes (the filter follows the file): never per packet. */
+void uroce_packet_woken(struct uroce_backend *bb)
+{
+	struct pkt_be *b = (struct pkt_be *)uroce_backend_base(bb);
+
+	if (b && b->b.ops == &uroce_packet_ops)
+		b->woken = true;
+}
+
+/*
+ * Membership changes (the filter follows the file): never per packet, nor per empty burst of a
+ * busy-polling thread (a system call each); a thread woken by the fd that finds no frame was
+ * woken by the file's watch.
+ */
 static void share_tick(struct pkt_be *b, int got)
 {
-	if (b->share && (got == 0 || ++b->share_tick >= SHARE_CHECK_EVERY)) {
+	bool woken = b->woken;
+
+	b->woken = false;
+	if (b->share && ((woken && got == 0) || ++b->share_tick >= SHARE_CHECK_EVERY)) {
 		b->share_tick = 0;
 		uroce_share_check(b->share, b->fd);
 	}

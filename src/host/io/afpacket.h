@@ -32,4 +32,11 @@ int uroce_packet_open_shared(const struct uroce_backend_cfg *cfg,
  */
 int uroce_packet_share_gsi(struct uroce_backend *b, const struct uroce_share_cfg *share);
 
+/*
+ * A thread is about to receive because b's fd (uroce_backend_fd) polled readable: a burst that
+ * then finds no frame looks at the membership file's watch. b: wrappers allowed; not an
+ * AF_PACKET backend: nothing.
+ */
+void uroce_packet_woken(struct uroce_backend *b);
+
 #endif
