@@ -1321,8 +1321,10 @@ static int udp_rx(struct uroce_backend *bb, struct uroce_rx_desc *out, int n)
 			b->gro_shared = merges_nothing(b, b->s[0].fd);
 			regro = ~0u;
 		}
-		if (b->ns == 1)
-			check = regro |= 1u;
+		if (b->ns == 1) {
+			check |= 1u;
+			regro |= 1u;
+		}
 	}
 	for (int i = 0; regro && i < b->ns; i++) {
 		if (!b->s[i].share || !(regro & (1u << i)))
