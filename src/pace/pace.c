@@ -34,7 +34,11 @@ bool uroce_pace_post_holds(uint64_t now, uint64_t lease_end, uint64_t last_post,
 bool uroce_pace_reply_holds(uint64_t app_polled, uint64_t last_post, uint64_t hold_end,
 			    uint64_t now)
 {
-	return app_polled && last_post && now - last_post < UROCE_PACE_REPLY_POSTER_NS &&
+	/* The post is measured from the thread's last poll when that came after it: a thread that
+	 * stopped polling after its post's completion (to watch memory) still replies. */
+	uint64_t ref = app_polled > last_post ? app_polled : now;
+
+	return app_polled && last_post && ref - last_post < UROCE_PACE_REPLY_POSTER_NS &&
 	       (!hold_end || now < hold_end);
 }
 
@@ -110,8 +114,11 @@ bool uroce_pace_reply_holds_now(const struct uroce_pace *p, uint64_t now)
 void uroce_pace_kept(struct uroce_pace *p, uint64_t now, bool acks_only)
 {
 	/* The thread's next post can come no sooner than the round's end. */
-	if (!p->reply_hold && uroce_pace_reply_holds_now(p, now) && acks_only)
-		p->reply_hold = now + UROCE_PACE_REPLY_HOLD_NS;
+	if (!p->reply_hold && uroce_pace_reply_holds_now(p, now) && acks_only) {
+		p->reply_hold = now + (p->answered ? UROCE_PACE_REPLY_ANSWERED_NS
+						   : UROCE_PACE_REPLY_HOLD_NS);
+		p->answered = false;
+	}
 }
 
 /* A poll from start to end: the streak goes on or starts again. Returns whether it is long
@@ -177,6 +184,8 @@ bool uroce_pace_app_sleeps(struct uroce_pace *p)
 
 bool uroce_pace_post(struct uroce_pace *p, uint64_t now, size_t bytes)
 {
+	if (p->reply_hold && now < p->reply_hold)
+		p->answered = true; /* it carries the held ACKs */
 	if (!uroce_pace_post_holds(now, uroce_pace_lease_end(p), p->last_post, p->held + bytes))
 		return false;
 	p->held += bytes;

@@ -79,20 +79,29 @@
 /*
  * ACKs wait for the next post. When all a thread that busy-polls (it took a lease and has not
  * armed a completion channel since) and posts (its last post within UROCE_PACE_REPLY_POSTER_NS)
- * has to send is ACKs, they wait up to UROCE_PACE_REPLY_HOLD_NS after the round that made them
- * for its next post, which sends them behind what it posts; once the time is up, its next poll
- * sends them, or the progress thread. This covers the ACKs its own poll rounds make and those of
- * the progress thread receiving for it once its lease lapsed. An ACK sent alone runs ahead of
- * the thread's next request: a peer polling for that ACK takes it and goes back to watching
- * memory, and the request that follows waits for the peer's lease to lapse and its progress
- * thread to run, round trip after round trip. A thread that only receives has no post to carry
- * its ACKs: they are not held.
+ * has to send is ACKs, they wait for its next post, which sends them behind what it posts; once
+ * the hold is over, its next poll sends them, or the progress thread. This covers the ACKs its
+ * own poll rounds make and those of the progress thread receiving for it once its lease lapsed.
+ * An ACK sent alone runs ahead of the thread's next request: a peer polling for that ACK takes
+ * it and goes back to watching memory (perftest's write_lat), and the request that follows waits
+ * for the peer's lease to lapse and its progress thread to run; the peer's ACK then goes alone
+ * the same way, round trip after round trip, a lease's length each. A thread that only receives
+ * has no post to carry its ACKs: they are not held.
+ *
+ * The hold lasts UROCE_PACE_REPLY_HOLD_NS after the round that made the ACKs, or
+ * UROCE_PACE_REPLY_ANSWERED_NS when the thread's last hold ended in its post: a thread that
+ * answers each message (a ping-pong) may take longer than the short hold to see one and post
+ * (it watches memory, or the progress thread that received for it has its CPU), while a
+ * receiver that posts now and then (UCX's flow-control grants on a stream) lets its holds run
+ * out and its sender, waiting on those ACKs, loses no more than the short hold each time.
  */
-#define UROCE_PACE_REPLY_HOLD_NS 10000ull /* 10 us */
+#define UROCE_PACE_REPLY_HOLD_NS     10000ull  /* 10 us */
+#define UROCE_PACE_REPLY_ANSWERED_NS 100000ull /* 100 us */
 /*
- * A thread posts, for the hold above, when its last post is this recent: a ping-pong's round
- * trip. A receiver that posts now and then (UCX's flow-control grants on a stream, every few
- * hundred microseconds) is a receiver: its sender waits for those ACKs to complete its sends.
+ * A thread posts, for the hold above, when its last post is this recent (from its last poll,
+ * when it polled after posting, else from now): a ping-pong's round trip. A receiver that posts
+ * now and then (UCX's flow-control grants on a stream, every few hundred microseconds) is a
+ * receiver: its sender waits for those ACKs to complete its sends.
  */
 #define UROCE_PACE_REPLY_POSTER_NS 100000ull /* 100 us */
 
@@ -204,6 +213,7 @@ struct uroce_pace {
 	uint64_t last_post;   /* when the last post ended (0: none) */
 	uint64_t held;	      /* bytes of the posts held back since the last send */
 	uint64_t reply_hold;  /* ACKs wait for the application's next post until then (0: not) */
+	bool answered;	      /* a post came within the last hold */
 	uint64_t sleep_until; /* when the sleeping progress thread wakes at the latest (0: awake) */
 	uint64_t found;	      /* when the drain's time starts (uroce_pace_poll_drains), 0: none */
 	struct uroce_pace_spin spin;

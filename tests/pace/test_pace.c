@@ -20,6 +20,7 @@
 #define B     UROCE_PACE_POST_BURST_NS
 #define G     UROCE_PACE_POST_BURST_BYTES
 #define H     UROCE_PACE_REPLY_HOLD_NS
+#define A     UROCE_PACE_REPLY_ANSWERED_NS
 #define P     UROCE_PACE_REPLY_POSTER_NS
 #define S     UROCE_PACE_SPIN_NS
 #define NEVER UINT64_MAX
@@ -134,8 +135,13 @@ static void reply_holds(void)
 		{T - 500, T - 900, 0, T, true, "a poller that posts: held"},
 		{0, T - 900, 0, T, false, "none polls: sent at once"},
 		{T - 500, 0, 0, T, false, "it never posted"},
-		{T - 500, T - P, 0, T, false, "nor lately"},
-		{T - 500, T - P + 1, 0, T, true, "its last post just within P"},
+		{T - 500, T - P - 500, 0, T, false, "nor lately: P before its last poll"},
+		{T - 500, T - P - 499, 0, T, true, "its last post just within P of its last poll"},
+		{T - 500, T - 400, 0, T + P - 401, true, "a post after its last poll, within P"},
+		{T - 500, T - 400, 0, T + P - 400, false, "... and P after it"},
+		{T - 5 * MS, T - 5 * MS - 20 * US, 0, T, true,
+		 "it stopped polling after its post's completion (it watches memory)"},
+		{T - 5 * MS, T - 5 * MS - 300 * US, 0, T, false, "... but a grant 300 us before that"},
 		{T - 500, T - 300 * US, 0, T, false, "a receiver's grant 300 us ago"},
 		{T - 500, T - 900, T + H - 1, T, true, "within a hold"},
 		{T - 500, T - 900, T, T, false, "the hold is over"},
@@ -436,6 +442,28 @@ static const struct step acks[] = {
 	KEPT(T + 104 * US, true, 0),
 };
 
+/* The hold is the long one for a thread whose last hold ended in its post (a ping-pong), the
+ * short one again after a hold that ran out (a receiver that posts now and then). */
+#define T1 (T + 100 * US)
+static const struct step answers[] = {
+	TAKE_LEASE(T),
+	POST(T1, 8, false),
+	POSTED(T1 + 1 * US, false, false, NEVER, false),
+	KEPT(T1 + 10 * US, true, T1 + 10 * US + H), /* no hold answered yet: the short one */
+	POST(T1 + 14 * US, 8, false),		    /* within it: the post carries the ACKs */
+	SENT(),
+	POSTED(T1 + 15 * US, false, false, NEVER, false),
+	KEPT(T1 + 30 * US, true, T1 + 30 * US + A), /* it answered: the long one */
+	ACKS_WAIT(T1 + 30 * US + H, true, true),    /* past the short one, still held */
+	ACKS_WAIT(T1 + 30 * US + A, true, false),
+	SENT(),				  /* ran out: its next poll sent them */
+	POST(T1 + 200 * US, 8, false), /* no hold runs: it answers none */
+	SENT(),
+	POSTED(T1 + 201 * US, false, false, NEVER, false),
+	KEPT(T1 + 210 * US, true, T1 + 210 * US + H), /* the short one again */
+};
+#undef T1
+
 static const struct step spins[] = {
 	PLAN(T, NEVER, false, false, UROCE_PACE_SLEEP_MAX_NS, 1),
 	WOKEN(),
@@ -487,6 +515,7 @@ static const struct scenario scenarios[] = {
 	{"the progress thread's sleep", false, true, sleeps, N_OF(sleeps)},
 	{"busy-poll mode", true, true, busy, N_OF(busy)},
 	{"ACKs wait for the next post", false, true, acks, N_OF(acks)},
+	{"a thread that answers its holds gets the long one", false, true, answers, N_OF(answers)},
 	{"the progress thread spins after answering", false, true, spins, N_OF(spins)},
 	{"the spin turned off", false, false, no_spin, N_OF(no_spin)},
 	{"the drain after completions runs no round", false, true, drain, N_OF(drain)},
