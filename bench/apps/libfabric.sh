@@ -10,7 +10,8 @@
 # fi_pingpong times the connection with its first size (ofi_rxm connects when the first message
 # goes), so each run takes -S all, whose first size (0 B) pays for it, and keeps the rows of
 # those three sizes. No bandwidth: libfabric-bin has no streaming test (fabtests is not packaged).
-# Each figure is the median of RUNS runs (default 3) of ITERS round trips per size (default 200).
+# Each figure is the median of RUNS runs (default 3) of ITERS round trips per size (default 1000:
+# at 200, a size's run is a few milliseconds, within reach of one scheduling hiccup).
 #
 #   UROCE=/path/to/uroce bench/apps/libfabric.sh [-r RUNS]
 # stdout: one line per figure, tab-separated:
@@ -23,7 +24,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 UROCE=${UROCE:-$REPO/build/release/uroce}
 RUNS=${RUNS:-3}
-ITERS=${ITERS:-200}
+ITERS=${ITERS:-1000}
 [ "${1:-}" = -r ] && RUNS=${2:?-r needs a count}
 SIZES="8 4096 65536"
 
