@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/filter.h>
+#include <linux/if_packet.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,9 +37,12 @@
  * Runs prog over pkt as the kernel's reuseport hook (the UDP payload) or socket filter (the
  * frame) does; returns A on ret, 0 on a load beyond the end (the kernel's "drop").
  */
+/* The socket filter's frame's skb->pkt_type, for its ancillary load (SKF_AD_PKTTYPE). */
+static uint32_t pkt_type = PACKET_HOST;
+
 static uint32_t bpf_run(const struct sock_filter *p, int len, const uint8_t *pkt, uint32_t plen)
 {
-	uint32_t a = 0, x = 0;
+	uint32_t a = 0, x = 0, mem[BPF_MEMWORDS] = {0};
 
 	for (int pc = 0; pc < len; pc++) {
 		const struct sock_filter *f = &p[pc];
@@ -46,6 +50,11 @@ static uint32_t bpf_run(const struct sock_filter *p, int len, const uint8_t *pkt
 
 		switch (f->code) {
 		case BPF_LD | BPF_W | BPF_ABS:
+			if (f->k == (uint32_t)(SKF_AD_OFF + SKF_AD_PKTTYPE)) {
+				a = pkt_type;
+				break;
+			}
+			/* fall through */
 		case BPF_LD | BPF_W | BPF_IND:
 			if (at + 4 > plen)
 				return 0;
@@ -66,6 +75,23 @@ static uint32_t bpf_run(const struct sock_filter *p, int len, const uint8_t *pkt
 			break;
 		case BPF_LDX | BPF_W | BPF_IMM:
 			x = f->k;
+			break;
+		case BPF_ST:
+			if (f->k >= BPF_MEMWORDS) {
+				CHECKF(0, "scratch word %u", f->k);
+				return 0xFFFFFFFF;
+			}
+			mem[f->k] = a;
+			break;
+		case BPF_LDX | BPF_W | BPF_MEM:
+			if (f->k >= BPF_MEMWORDS) {
+				CHECKF(0, "scratch word %u", f->k);
+				return 0xFFFFFFFF;
+			}
+			x = mem[f->k];
+			break;
+		case BPF_JMP | BPF_JEQ | BPF_X:
+			pc += a == x ? f->jt : f->jf;
 			break;
 		case BPF_ALU | BPF_AND | BPF_K:
 			a &= f->k;
@@ -120,6 +146,9 @@ static uint32_t steer(const struct sock_filter *p, int len, uint32_t qpn)
 	return bpf_run(p, len, bth, sizeof(bth));
 }
 
+/* v1_filter's source MAC (its destination is 02:00:00:00:00:01). */
+static uint8_t v1_src[6] = {2, 0, 0, 0, 0, 2};
+
 /*
  * A RoCE v1 frame to QP qpn: Ethernet (with an 802.1Q tag when vlan), GRH, BTH (12 bytes), 4
  * bytes of payload or ICRC; len bytes of it (0: all) go to the filter.
@@ -130,7 +159,8 @@ static uint32_t v1_filter(const struct sock_filter *p, int plen, uint32_t qpn, b
 	uint8_t f[18 + 40 + 12 + 4] = {0};
 	uint32_t e = vlan ? 18 : 14;
 
-	memcpy(f, "\x02\0\0\0\0\1\x02\0\0\0\0\2", 12);
+	memcpy(f, "\x02\0\0\0\0\1", 6);
+	memcpy(f + 6, v1_src, 6);
 	if (vlan) {
 		f[12] = 0x81;
 		f[14] = 0x00;
@@ -489,6 +519,33 @@ static void test_v1_filter(void)
 
 		CHECKF(a + b == (qpn >= lo && qpn <= hi2 ? 1 : 0), "QPN %#x: %d + %d", qpn, a, b);
 	}
+	/*
+	 * Frames leaving the interface (ETH_P_ALL shows them all): ours only when sent to this
+	 * host, destination MAC = source MAC, whatever the QPN says (a peer's QPs are numbered from
+	 * the same slots).
+	 */
+	static const uint8_t other[6] = {2, 0, 0, 0, 0, 2}, other_hi[6] = {3, 0, 0, 0, 0, 1},
+			     self[6] = {2, 0, 0, 0, 0, 1};
+
+	pkt_type = PACKET_OUTGOING;
+	for (int v = 0; v < 2; v++) {
+		bool vl = v == 1;
+
+		memcpy(v1_src, other, 6); /* the MACs differ in their last two bytes */
+		CHECK(v1_filter(p, n, lo, vl, 0x8915, 0) == 0);
+		CHECK(v1_filter(p, n, 1, vl, 0x8915, 0) == 0);
+		memcpy(v1_src, other_hi, 6); /* ... in their first four */
+		CHECK(v1_filter(p, n, lo, vl, 0x8915, 0) == 0);
+		memcpy(v1_src, self, 6);
+		CHECK(v1_filter(p, n, lo, vl, 0x8915, 0) == 0xFFFFFFFF);
+		CHECK(v1_filter(p, n, 1, vl, 0x8915, 0) == 0xFFFFFFFF);
+		CHECK(v1_filter(p, n, lo2, vl, 0x8915, 0) == 0); /* not our QPN */
+		CHECK(v1_filter(p, n, lo, vl, 0x0800, 0) == 0);
+		CHECK(v1_filter(p, n, lo, vl, 0x8915, 9) == 0); /* too short for the MACs */
+	}
+	pkt_type = PACKET_HOST;
+	memcpy(v1_src, other, 6);
+	CHECK(v1_filter(p, n, lo, false, 0x8915, 0) == 0xFFFFFFFF); /* received: as before */
 }
 
 static bool same_member(const struct uroce_share_member *a, const struct uroce_share_member *b)

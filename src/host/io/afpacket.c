@@ -23,11 +23,12 @@
  * the frames leaving the interface (PACKET_OUTGOING, dev_queue_xmit_nit), including those of
  * this process's transmit socket (the kernel never shows a socket its own transmissions, hence
  * two sockets). An outgoing frame addressed to our own MAC is delivered like a received one;
- * other outgoing frames are dropped (not for us), and so are frames for other hosts
- * (promiscuous mode). With the QPN filter exactly one process, the owner of the destination
- * QP, receives a frame sent to this host, once. The price of ETH_P_ALL: the kernel clones every
- * frame leaving the interface for the filter (of each process with the device open), as for a
- * capture; frames received go through the filter without a copy. A loopback device (MAC all
+ * the filter drops the other outgoing frames in the kernel (a peer's QPNs may fall in our
+ * range), and finish_rx drops frames for other hosts (promiscuous mode). With the QPN filter
+ * exactly one process, the owner of the destination QP, receives a frame sent to this host,
+ * once. The price of ETH_P_ALL: the kernel clones every frame leaving the interface for the
+ * filter (of each process with the device open), as for a capture; frames received go through
+ * the filter without a copy. A loopback device (MAC all
  * zeros, every destination MAC on it too) is the exception: it brings each frame back up as
  * received (PACKET_HOST), so its receive socket ignores the outgoing copies
  * (PACKET_IGNORE_OUTGOING), which would deliver every frame twice.

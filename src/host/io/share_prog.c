@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Steering programs and RoCE v1 socket filters (share_prog.h). */
 #include <errno.h>
+#include <linux/if_packet.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,9 +222,29 @@ static void build_v1(struct emitter *e, uint32_t lo, uint32_t hi,
 	static const struct gsi_at v1 = {.shift = UROCE_SHARE_V1_MAD_SHIFT, .mode = BPF_IND};
 	const uint32_t bth4 = 14 + 40 + 4;
 	int d = first_cm(m, n);
-	/* QP1: to every process (jump to the accept at 11), to none (the drop at 12), or ours. */
+	/* QP1: to every process (jump to the accept), to none (the drop), or ours. */
 	uint8_t qp1 = d < 0 || self < 0 ? 2 : !m[self].cm ? 3 : 4;
 
+	/*
+	 * A frame leaving the interface (ETH_P_ALL shows the socket every one, afpacket.c) is ours
+	 * only when sent to this host (local delivery): its destination MAC is its source's. The
+	 * others go before the QPN test, which a peer's QPs, numbered from the same slots on
+	 * another host or namespace, would pass.
+	 */
+	stmt(e, BPF_LD | BPF_W | BPF_ABS, (uint32_t)(SKF_AD_OFF + SKF_AD_PKTTYPE));
+	emit(e, BPF_JMP | BPF_JEQ | BPF_K, 0, 11, PACKET_OUTGOING); /* else to the QPN part */
+	stmt(e, BPF_LD | BPF_W | BPF_ABS, 6);			    /* source MAC, bytes 0..3 */
+	stmt(e, BPF_ST, 0);
+	stmt(e, BPF_LD | BPF_W | BPF_ABS, 0); /* destination MAC, bytes 0..3 */
+	stmt(e, BPF_LDX | BPF_W | BPF_MEM, 0);
+	emit(e, BPF_JMP | BPF_JEQ | BPF_X, 0, 5, 0);
+	stmt(e, BPF_LD | BPF_H | BPF_ABS, 10); /* source MAC, bytes 4..5 */
+	stmt(e, BPF_ST, 0);
+	stmt(e, BPF_LD | BPF_H | BPF_ABS, 4); /* destination MAC, bytes 4..5 */
+	stmt(e, BPF_LDX | BPF_W | BPF_MEM, 0);
+	emit(e, BPF_JMP | BPF_JEQ | BPF_X, 1, 0, 0);
+	stmt(e, BPF_RET | BPF_K, DROP);
+	/* The QPN part; the accept and drop below are its 11th and 12th instructions. */
 	stmt(e, BPF_LDX | BPF_W | BPF_IMM, 0);
 	stmt(e, BPF_LD | BPF_H | BPF_ABS, 12);
 	emit(e, BPF_JMP | BPF_JEQ | BPF_K, 0, 2, 0x8100);
@@ -236,7 +257,7 @@ static void build_v1(struct emitter *e, uint32_t lo, uint32_t hi,
 	emit(e, BPF_JMP | BPF_JEQ | BPF_K, qp1, 0, 1);
 	emit(e, BPF_JMP | BPF_JGE | BPF_K, 0, 2, lo);
 	emit(e, BPF_JMP | BPF_JGT | BPF_K, 1, 0, hi);
-	stmt(e, BPF_RET | BPF_K, ACCEPT); /* 11 */
+	stmt(e, BPF_RET | BPF_K, ACCEPT); /* the QPN part's 11 */
 	stmt(e, BPF_RET | BPF_K, DROP);	  /* 12 */
 	if (qp1 != 4)
 		return;

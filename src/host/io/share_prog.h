@@ -73,8 +73,9 @@ int uroce_share_prog(struct sock_filter *out, int cap, const struct uroce_share_
  * RoCE v1 (AF_PACKET, afpacket.c): the socket filter that keeps a process's frames only. It accepts
  * a frame with Ethertype 0x8915 (after an optional 802.1Q tag) whose BTH destination QP
  * (Ethernet 14 [+ 4] + GRH 40, BTH bytes 5..7) is in [lo, hi], and drops anything else in the
- * kernel, including frames too short to hold the QPN. QP1 frames, with m[0..n) the v1 members
- * of the interface and self this process's index in it:
+ * kernel, including frames too short to hold the QPN, and frames leaving the interface
+ * (PACKET_OUTGOING) to a destination MAC other than their source MAC (sent to another host).
+ * QP1 frames, with m[0..n) the v1 members of the interface and self this process's index in it:
  * - self < 0 (no membership list), or no member runs a CM: accepted (every process gets them);
  * - m[self] does not run a CM: dropped;
  * - m[self] runs a CM: what uroce_share_prog would steer to index self, with d the first member
@@ -84,7 +85,7 @@ int uroce_share_prog(struct sock_filter *out, int cap, const struct uroce_share_
  * CM), or -ENOSPC (cap), -E2BIG (beyond BPF_MAXINSNS), -EINVAL (lo > hi, hi beyond 24 bits,
  * self >= n, n or a nids out of range).
  */
-#define UROCE_V1_FILTER_LEN 13
+#define UROCE_V1_FILTER_LEN 26
 int uroce_v1_filter_len(const struct uroce_share_member *m, int n, int self);
 int uroce_v1_filter_prog(struct sock_filter *out, int cap, uint32_t lo, uint32_t hi,
 			 const struct uroce_share_member *m, int n, int self);
