@@ -178,7 +178,8 @@ bool uroce_pace_post_holds(uint64_t now, uint64_t lease_end, uint64_t last_post,
 
 /*
  * Are the ACKs made at now kept for the application thread? From the time of that thread's
- * lease-taking poll (0: none, or it sleeps on a channel), of its last post (0: none) and the
+ * last poll that took or renewed its lease (0: none, or it sleeps on a channel), of its last
+ * post (0: none; counted from that poll when the poll came after it, else from now) and the
  * end of a hold already running (0: none).
  */
 bool uroce_pace_reply_holds(uint64_t app_polled, uint64_t last_post, uint64_t hold_end,

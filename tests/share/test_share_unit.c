@@ -33,13 +33,13 @@
 /* ---- unit: a classic BPF interpreter for what uroce_share_prog() and uroce_v1_filter_prog()
  * emit ---------------------------------------------------------------------------------------- */
 
+/* The socket filter's frame's skb->pkt_type, for its ancillary load (SKF_AD_PKTTYPE). */
+static uint32_t pkt_type = PACKET_HOST;
+
 /*
  * Runs prog over pkt as the kernel's reuseport hook (the UDP payload) or socket filter (the
  * frame) does; returns A on ret, 0 on a load beyond the end (the kernel's "drop").
  */
-/* The socket filter's frame's skb->pkt_type, for its ancillary load (SKF_AD_PKTTYPE). */
-static uint32_t pkt_type = PACKET_HOST;
-
 static uint32_t bpf_run(const struct sock_filter *p, int len, const uint8_t *pkt, uint32_t plen)
 {
 	uint32_t a = 0, x = 0, mem[BPF_MEMWORDS] = {0};
@@ -50,12 +50,12 @@ static uint32_t bpf_run(const struct sock_filter *p, int len, const uint8_t *pkt
 
 		switch (f->code) {
 		case BPF_LD | BPF_W | BPF_ABS:
-			if (f->k == (uint32_t)(SKF_AD_OFF + SKF_AD_PKTTYPE)) {
+		case BPF_LD | BPF_W | BPF_IND:
+			if (f->code == (BPF_LD | BPF_W | BPF_ABS) &&
+			    f->k == (uint32_t)(SKF_AD_OFF + SKF_AD_PKTTYPE)) {
 				a = pkt_type;
 				break;
 			}
-			/* fall through */
-		case BPF_LD | BPF_W | BPF_IND:
 			if (at + 4 > plen)
 				return 0;
 			a = (uint32_t)pkt[at] << 24 | (uint32_t)pkt[at + 1] << 16 |

@@ -28,10 +28,10 @@
  * exactly one process, the owner of the destination QP, receives a frame sent to this host,
  * once. The price of ETH_P_ALL: the kernel clones every frame leaving the interface for the
  * filter (of each process with the device open), as for a capture; frames received go through
- * the filter without a copy. A loopback device (MAC all
- * zeros, every destination MAC on it too) is the exception: it brings each frame back up as
- * received (PACKET_HOST), so its receive socket ignores the outgoing copies
- * (PACKET_IGNORE_OUTGOING), which would deliver every frame twice.
+ * the filter without a copy. A loopback device (MAC all zeros, every destination MAC on it too)
+ * is the exception: it brings each frame back up as received (PACKET_HOST), so its receive
+ * socket ignores the outgoing copies (PACKET_IGNORE_OUTGOING), which would deliver every frame
+ * twice.
  *
  * Transmit: sendmmsg, three iovecs per frame, [Ethernet + GRH + BTH/ext | payload in place |
  * pad + ICRC]; the destination MAC comes from the path (uroce_neigh_lookup, host layer).
