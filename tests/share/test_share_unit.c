@@ -531,7 +531,7 @@ static void test_v1_filter(void)
 	for (int v = 0; v < 2; v++) {
 		bool vl = v == 1;
 
-		memcpy(v1_src, other, 6); /* the MACs differ in their last two bytes */
+		memcpy(v1_src, other, 6); /* the MACs differ in their last byte */
 		CHECK(v1_filter(p, n, lo, vl, 0x8915, 0) == 0);
 		CHECK(v1_filter(p, n, 1, vl, 0x8915, 0) == 0);
 		memcpy(v1_src, other_hi, 6); /* ... in their first four */
