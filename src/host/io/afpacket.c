@@ -4,11 +4,11 @@
  * Needs root or CAP_NET_RAW; without it open() fails with -EPERM and
  * uroce_backend_strerror() names the fix.
  *
- * Two sockets. The transmit socket is never bound (it receives nothing); each frame names the
- * interface and Ethertype 0x8915 in its sockaddr_ll. The receive socket is created with protocol
- * 0 (it receives nothing), gets a classic BPF socket filter (uroce_v1_filter_prog(), share_prog.h),
- * and only then is bound to (ETH_P_ALL, ifindex): the kernel drops every frame that is not RoCE
- * v1 or whose BTH destination QP is not one of this process's (cfg qpn_lo..qpn_hi), so
+ * Three sockets. The two transmit sockets are never bound (they receive nothing); each frame
+ * names the interface and Ethertype 0x8915 in its sockaddr_ll. The receive socket is created with
+ * protocol 0 (it receives nothing), gets a classic BPF socket filter (uroce_v1_filter_prog(),
+ * share_prog.h), and only then is bound to (ETH_P_ALL, ifindex): the kernel drops every frame that
+ * is not RoCE v1 or whose BTH destination QP is not one of this process's (cfg qpn_lo..qpn_hi), so
  * processes sharing the interface each receive their own frames only, and none is counted
  * DROP_NO_QP by a process that does not own its QP. QP1 (CM MADs): opened with
  * uroce_packet_open_shared(), the process is listed in the interface's v1 membership file and
@@ -21,13 +21,16 @@
  * Local delivery, as a NIC does it: a frame sent to the interface's own MAC never comes back
  * from the wire. ETH_P_ALL (rather than 0x8915) is what makes the kernel show the receive socket
  * the frames leaving the interface (PACKET_OUTGOING, dev_queue_xmit_nit), including those of
- * this process's transmit socket (the kernel never shows a socket its own transmissions, hence
- * two sockets). An outgoing frame addressed to our own MAC is delivered like a received one;
- * the filter drops the other outgoing frames in the kernel (a peer's QPNs may fall in our
+ * this process's transmit sockets (the kernel never shows a socket its own transmissions, hence
+ * separate sockets). An outgoing frame addressed to our own MAC is delivered like a received
+ * one; the filter drops the other outgoing frames in the kernel (a peer's QPNs may fall in our
  * range), and finish_rx drops frames for other hosts (promiscuous mode). With the QPN filter
  * exactly one process, the owner of the destination QP, receives a frame sent to this host,
- * once. The price of ETH_P_ALL: the kernel clones every frame leaving the interface for the
- * filter (of each process with the device open), as for a capture; frames received go through
+ * once. The price of ETH_P_ALL: the kernel clones each frame leaving the interface through the
+ * taps for the filter of each process with the device open, as for a capture. Hence two
+ * transmit sockets: frames to our own MAC go through the taps (selffd), frames to other hosts
+ * skip the queueing layer and with it the taps (txfd, PACKET_QDISC_BYPASS; as on a RoCE NIC, a
+ * capture on the interface does not show them; UROCE_PCAP does). Frames received go through
  * the filter without a copy. A loopback device (MAC all zeros, every destination MAC on it too)
  * is the exception: it brings each frame back up as received (PACKET_HOST), so its receive
  * socket ignores the outgoing copies (PACKET_IGNORE_OUTGOING), which would deliver every frame
@@ -75,7 +78,8 @@
 struct pkt_be {
 	struct uroce_backend b;
 	int fd;	  /* receive: ETH_P_ALL, filtered */
-	int txfd; /* transmit: unbound */
+	int txfd; /* transmit to other hosts: unbound, PACKET_QDISC_BYPASS */
+	int selffd; /* transmit to this host's own MAC: unbound, through the taps */
 	int epfd; /* with a v1 membership file: fd and the file's watch; else -1 */
 	struct uroce_share_group *share; /* NULL: no membership file */
 	unsigned share_tick;
@@ -106,6 +110,8 @@ static void pkt_close(struct uroce_backend *bb)
 		close(b->epfd);
 	if (b->txfd >= 0)
 		close(b->txfd);
+	if (b->selffd >= 0)
+		close(b->selffd);
 	free(b->tf);
 	free(b->tmsg);
 	free(b->tiov);
@@ -129,7 +135,9 @@ static void pkt_forget(struct uroce_backend *bb)
 		close(b->epfd);
 	if (b->txfd >= 0)
 		close(b->txfd);
-	b->fd = b->epfd = b->txfd = -1;
+	if (b->selffd >= 0)
+		close(b->selffd);
+	b->fd = b->epfd = b->txfd = b->selffd = -1;
 }
 
 /* The filter without a membership file: cfg's QPNs, and every QP1 frame. */
@@ -203,7 +211,7 @@ static int open_backend(const struct uroce_backend_cfg *cfg, const struct uroce_
 	b->b.ops = &uroce_packet_ops;
 	b->b.port = cfg->port ? cfg->port : UROCE_UDP_PORT;
 	b->fd = fd;
-	b->txfd = -1;
+	b->txfd = b->selffd = -1;
 	b->epfd = -1;
 	b->ifindex = ifindex;
 	b->batch = cfg->batch ? cfg->batch : UROCE_BACKEND_BATCH;
@@ -263,7 +271,8 @@ static int open_backend(const struct uroce_backend_cfg *cfg, const struct uroce_
 		return r;
 	}
 	b->txfd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (b->txfd < 0) {
+	b->selffd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (b->txfd < 0 || b->selffd < 0) {
 		r = -errno;
 		uroce_backend_seterr(cfg, "RoCE v1 over AF_PACKET: socket: %s", strerror(-r));
 		pkt_close(&b->b);
@@ -275,16 +284,18 @@ static int open_backend(const struct uroce_backend_cfg *cfg, const struct uroce_
 		.sll_ifindex = ifindex,
 	};
 	int sz = 4 << 20;
+	int one = 1;
 
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
 	setsockopt(b->txfd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	setsockopt(b->selffd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	/* A kernel without it sends through the queueing layer and the taps: slower, no less. */
+	setsockopt(b->txfd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one));
 
 	/* Outgoing frames are wanted (local delivery): no PACKET_IGNORE_OUTGOING, except on a
 	 * loopback device, which brings every frame back up as received (PACKET_HOST: its MAC is
 	 * all zeros, as is every destination MAC on it); the outgoing copy would deliver it twice.
 	 */
-	int one = 1;
-
 	if (loopback && setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one)) < 0) {
 		r = -errno;
 		uroce_backend_seterr(cfg, "RoCE v1 over AF_PACKET: %s: PACKET_IGNORE_OUTGOING: %s",
@@ -387,11 +398,17 @@ static int pkt_tx(struct uroce_backend *bb, const struct uroce_tx_desc *d, int n
 	b->b.tx_refused_n = 0;
 	while (i < n) {
 		int cnt = 0;
+		bool to_self = false; /* the batch's socket: selffd, else txfd */
 
 		while (i + cnt < n && cnt < b->batch) {
 			const struct uroce_tx_desc *x = &d[i + cnt];
 			struct uroce_txframe *f = &b->tf[cnt];
+			bool self = memcmp(x->path->dmac, b->b.mac, 6) == 0;
 
+			if (cnt == 0)
+				to_self = self;
+			else if (self != to_self)
+				break;
 			if (x->path->encap != UROCE_ENCAP_V1 ||
 			    uroce_txframe_build(f, x, b->b.mac, b->b.port, 0) < 0)
 				break;
@@ -417,7 +434,8 @@ static int pkt_tx(struct uroce_backend *bb, const struct uroce_tx_desc *d, int n
 			uroce_backend_refused(&b->b, i++);
 			continue;
 		}
-		int r = uroce_sendmmsg(b->txfd, b->tmsg, (unsigned)cnt, MSG_DONTWAIT);
+		int r = uroce_sendmmsg(to_self ? b->selffd : b->txfd, b->tmsg, (unsigned)cnt,
+				       MSG_DONTWAIT);
 
 		if (r < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS ||
