@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Completion channels and completion queues (poll and arm are in post.c, the data path). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
@@ -201,6 +202,16 @@ int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 	return -err;
 }
 
+/* Has the channel an event queued (its eventfd is readable)? */
+static bool channel_has_event(struct compat_channel *ch)
+{
+	pthread_mutex_lock(&ch->lock);
+	bool has = ch->head != NULL;
+
+	pthread_mutex_unlock(&ch->lock);
+	return has;
+}
+
 int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq_out, void **cq_context)
 {
 	struct compat_channel *ch = compat_container_of(channel, struct compat_channel, ch);
@@ -209,6 +220,18 @@ int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq_out, v
 	ssize_t r;
 
 	for (;;) {
+		/* A blocking channel with no event queued: the thread receives while it waits
+		 * (uroce_ctx_channel_wait); after a signal, the read below blocks or fails as
+		 * read(2) does. */
+		if (!channel_has_event(ch)) {
+			int fl = fcntl(channel->fd, F_GETFL);
+
+			if (fl >= 0 && !(fl & O_NONBLOCK))
+				while (!channel_has_event(ch) &&
+				       uroce_ctx_channel_wait(compat_uc(channel->context),
+							      channel->fd) == 0)
+					;
+		}
 		/* EAGAIN on a non-blocking channel; EINTR on a signal whose handler lacks
 		 * SA_RESTART, as rdma-core's read(2) of the uverbs event file. */
 		r = read(channel->fd, &v, sizeof(v));

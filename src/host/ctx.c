@@ -258,6 +258,9 @@ static void do_tx(struct uroce_ctx *c, uint64_t now)
 	if (c->orphan)
 		return; /* the parent's sockets: nothing of the child's copy goes out */
 	uroce_pace_sent(&c->pace);
+	/* Under a channel's lease, ACKs kept for the reply go ahead of it (see below). */
+	bool resp_first = uroce_pace_channel_leased(&c->pace, now);
+
 	for (int round = 0; round < 64; round++) {
 		int n = uroce_eng_tx(c->eng, now, c->burst.txp, CTX_BURST), n1 = 0, n2 = 0;
 
@@ -267,7 +270,10 @@ static void do_tx(struct uroce_ctx *c, uint64_t now)
 		 * Requests first, then responses (ACKs, read and atomic responses), each in the
 		 * engine's order: the two are independent streams, and an ACK sent ahead of the
 		 * request that answers the peer (a ping-pong's next message) would delay it by a
-		 * trip through the kernel; nor do ACKs split runs of data packets (GSO).
+		 * trip through the kernel; nor do ACKs split runs of data packets (GSO). A thread
+		 * that sleeps on a completion channel is the exception: programs that take one
+		 * event and then poll one CQ (perftest -e) count on the completion of their send
+		 * coming before the reply's, as it does from a peer that ACKs at once.
 		 */
 		for (int pass = 0; pass < 2; pass++) {
 			/* The last packet resolved: a message's packets share its path. */
@@ -277,7 +283,7 @@ static void do_tx(struct uroce_ctx *c, uint64_t now)
 				const struct uroce_tx_pkt *t = &c->burst.txp[i];
 				bool resp = uroce_opinfo[t->hdr[0]].flags & UROCE_OPF_RESP;
 
-				if (resp != (pass == 1))
+				if (resp != (pass == (resp_first ? 0 : 1)))
 					continue;
 				if (prev >= 0 && t->av == c->burst.txp[prev].av &&
 				    t->src_qpn == c->burst.txp[prev].src_qpn &&
@@ -488,6 +494,19 @@ static void round_at(struct uroce_ctx *c, uint64_t now, bool tx)
 	round_end(c, now);
 }
 
+/* The lease renewed at now: the progress thread's timer goes on before it wakes for nothing.
+ * Lock held. */
+static void lease_timer_follows(struct uroce_ctx *c, uint64_t now)
+{
+	if (c->prog.timer_fd < 0)
+		return;
+	uint64_t to = uroce_pace_move_timer(
+		&c->pace, now, atomic_load_explicit(&c->prog.timer_at, memory_order_relaxed));
+
+	if (to)
+		set_timer(c, to);
+}
+
 /* An application thread's poll round: receive, timers, and transmit unless the pacing keeps
  * what the round makes for the thread's next call (uroce_pace_poll_round_sends). Lock held. */
 static uint64_t poll_round(struct uroce_ctx *c, uint64_t now)
@@ -502,15 +521,7 @@ static uint64_t poll_round(struct uroce_ctx *c, uint64_t now)
 	if (!tx)
 		keep_acks(c, end);
 	uroce_pace_poll_ended(&c->pace, now, end);
-	/* The lease renewed: the progress thread's timer goes on before it wakes for nothing. */
-	if (c->prog.timer_fd >= 0) {
-		uint64_t to = uroce_pace_move_timer(
-			&c->pace, end,
-			atomic_load_explicit(&c->prog.timer_at, memory_order_relaxed));
-
-		if (to)
-			set_timer(c, to);
-	}
+	lease_timer_follows(c, end);
 	return end;
 }
 
@@ -561,8 +572,15 @@ void uroce_ctx_poll_idle(struct uroce_ctx *c)
 
 bool uroce_ctx_app_sleeps(struct uroce_ctx *c)
 {
-	uroce_ctx_poll_idle(c); /* what the lease held back */
-	return uroce_pace_app_sleeps(&c->pace);
+	/* What the lease held back; under a channel's lease, ACKs kept for the thread's next post
+	 * wait on (the thread's channel wait sends them when their hold ends). */
+	uint64_t now = uroce_mono_ns();
+
+	if (uroce_pace_channel_leased(&c->pace, now))
+		poll_no_round(c, now);
+	else
+		uroce_ctx_poll_idle(c);
+	return uroce_pace_app_sleeps(&c->pace, now);
 }
 
 void uroce_ctx_arm_unlock(struct uroce_ctx *c)
@@ -625,6 +643,56 @@ static void reply_round(struct uroce_ctx *c, uint64_t now)
 	}
 	round_end(c, now);
 	uroce_pace_round_ended(&c->pace, now, c->prog.rx_got, responds || c->prog.comp_events != events);
+}
+
+int uroce_ctx_channel_wait(struct uroce_ctx *c, int fd)
+{
+	if (c->orphan || c->pace.busy_poll)
+		return 1;
+	struct pollfd pfd[3] = {{.fd = fd, .events = POLLIN}};
+	int n = 1, v2_at = -1, v1_at = -1;
+
+	pthread_mutex_lock(&c->lock);
+	uint64_t now = uroce_mono_ns();
+
+	uroce_pace_channel_sleeps(&c->pace, now);
+	lease_timer_follows(c, now);
+	/* ACKs kept for this thread's next post go when their hold ends. */
+	struct timespec ts = {0, 0}, *tsp = NULL;
+
+	if (uroce_eng_tx_pending(c->eng)) {
+		uint64_t ns = uroce_pace_acks_wait(&c->pace, now, uroce_eng_tx_acks_only(c->eng))
+				      ? c->pace.reply_hold - now
+				      : 0;
+
+		ts = (struct timespec){.tv_sec = (time_t)(ns / 1000000000u),
+				       .tv_nsec = (long)(ns % 1000000000u)};
+		tsp = &ts;
+	}
+	if (c->v2) {
+		v2_at = n;
+		pfd[n++] = (struct pollfd){.fd = uroce_backend_fd(c->v2), .events = POLLIN};
+	}
+	if (c->v1) {
+		v1_at = n;
+		pfd[n++] = (struct pollfd){.fd = uroce_backend_fd(c->v1), .events = POLLIN};
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (ppoll(pfd, (nfds_t)n, tsp, NULL) < 0)
+		return -errno;
+	pthread_mutex_lock(&c->lock);
+	uroce_pace_channel_sleeps(&c->pace, uroce_mono_ns()); /* it woke */
+	if (pfd[0].revents) {
+		pthread_mutex_unlock(&c->lock);
+		return 0;
+	}
+	if (v2_at >= 0 && (pfd[v2_at].revents & POLLIN))
+		uroce_udp_woken(c->v2);
+	if (v1_at >= 0 && (pfd[v1_at].revents & POLLIN))
+		uroce_packet_woken(c->v1);
+	reply_round(c, uroce_mono_ns());
+	pthread_mutex_unlock(&c->lock);
+	return 0;
 }
 
 struct uroce_pace_spin uroce_ctx_spin_state(struct uroce_ctx *c)

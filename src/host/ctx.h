@@ -124,13 +124,27 @@ void uroce_ctx_poll_idle(struct uroce_ctx *c);
 
 /*
  * The application is about to sleep on a completion channel (ibv_req_notify_cq): what waits is
- * sent, and the lease ends, so the progress thread watches the sockets again. Lock held; returns
- * whether it held a lease, and so whether to uroce_ctx_kick() after unlocking.
+ * sent, and the lease ends, so the progress thread watches the sockets again; a channel's lease
+ * (uroce_ctx_channel_wait) goes on instead, and ACKs kept for the thread's next post wait on.
+ * Lock held; returns whether a lease ended, and so whether to uroce_ctx_kick() after unlocking.
  */
 bool uroce_ctx_app_sleeps(struct uroce_ctx *c);
 /* The same, then uroce_ctx_unlock() and the kick it needs: the end of ibv_req_notify_cq. Lock
  * held on entry, released on return. */
 void uroce_ctx_arm_unlock(struct uroce_ctx *c);
+
+/*
+ * One sleep of an application thread that would block reading a completion channel's fd
+ * (ibv_get_cq_event): it watches the device's sockets too and runs the progress round for what
+ * they receive itself, under a channel's lease (uroce_pace_channel_sleeps), so that a packet
+ * that makes a completion wakes one thread, the one that waits for it, not the progress thread
+ * and then this one. The progress thread keeps to the timers while the lease holds. Returns 0
+ * once fd is readable or a round ran (its events may be for another channel: the caller looks,
+ * and calls again); 1 at once in busy-poll mode (the progress thread receives) and in a
+ * forked child (nothing does); -errno when ppoll fails (-EINTR: a signal came). After anything
+ * but 0 the caller blocks on the fd as it would without uroce. Lock not held.
+ */
+int uroce_ctx_channel_wait(struct uroce_ctx *c, int fd);
 
 /*
  * After posting work of this many bytes (lock held): send what the engine has to send now, in

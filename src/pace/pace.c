@@ -173,8 +173,22 @@ void uroce_pace_sent(struct uroce_pace *p)
 	p->reply_hold = 0;
 }
 
-bool uroce_pace_app_sleeps(struct uroce_pace *p)
+void uroce_pace_channel_sleeps(struct uroce_pace *p, uint64_t now)
 {
+	atomic_store_explicit(&p->app_polled, now, memory_order_relaxed);
+	p->chan_at = now;
+}
+
+bool uroce_pace_channel_leased(const struct uroce_pace *p, uint64_t now)
+{
+	return p->chan_at && now - p->chan_at < UROCE_PACE_CHANNEL_NS;
+}
+
+bool uroce_pace_app_sleeps(struct uroce_pace *p, uint64_t now)
+{
+	if (uroce_pace_channel_leased(p, now))
+		return false;
+	p->chan_at = 0;
 	bool leased = atomic_load(&p->app_polled) != 0;
 
 	atomic_store_explicit(&p->app_polled, 0, memory_order_relaxed);

@@ -16,6 +16,9 @@
  *   not race for every packet and for the lock. The lease lasts UROCE_PACE_LEASE_NS after the
  *   thread's last poll, or after its last post within UROCE_PACE_POST_RENEW_NS of that poll;
  *   arming a completion channel ends it.
+ * - The channel's lease. A thread that sleeps in ibv_get_cq_event watches the sockets itself and
+ *   holds the lease as a poller does (uroce_pace_channel_sleeps): a packet wakes the one thread
+ *   that waits for its completion. Arming right after a wake does not end it.
  * - Posts in a burst. A leased thread's post within UROCE_PACE_POST_BURST_NS of its previous one
  *   is held (queued, not sent) and goes out with the rest of the burst, in full GSO sends.
  * - ACKs wait for the next post. A leased thread that posts gets the ACKs made for it held for
@@ -142,6 +145,15 @@
  */
 #define UROCE_PACE_DRAIN_NS 2000ull /* 2 us */
 
+/*
+ * A channel's lease (uroce_pace_channel_sleeps). A thread that sleeps on a completion channel
+ * in ibv_get_cq_event arms the channel again within microseconds of waking (perftest -e: wake,
+ * ack, arm, poll, post, sleep; once per CQ with an event); arming this soon after its last
+ * sleep or wake is such a thread's. A thread that sleeps elsewhere (on the channel's fd in its
+ * own poll) arms later, and its arming ends the lease as any other.
+ */
+#define UROCE_PACE_CHANNEL_NS 100000ull /* 100 us */
+
 /* The progress thread sleeps at most this long, so that the counters are flushed now and then. */
 #define UROCE_PACE_SLEEP_MAX_NS 1000000000ull /* 1 s */
 
@@ -217,6 +229,7 @@ struct uroce_pace {
 	bool answered;	      /* a post came within the last hold */
 	uint64_t sleep_until; /* when the sleeping progress thread wakes at the latest (0: awake) */
 	uint64_t found;	      /* when the drain's time starts (uroce_pace_poll_drains), 0: none */
+	uint64_t chan_at;     /* a channel sleeper's last sleep or wake (0: none since arming) */
 	struct uroce_pace_spin spin;
 };
 
@@ -294,11 +307,24 @@ bool uroce_pace_acks_wait(const struct uroce_pace *p, uint64_t now, bool acks_on
 void uroce_pace_sent(struct uroce_pace *p);
 
 /*
- * The application arms a completion channel to sleep: the lease and the streak end (send what
- * waits first). Returns whether a lease was held: the progress thread then sleeps on timers
- * only and must be woken to watch the sockets again.
+ * The application arms a completion channel at now to sleep: the lease and the streak end (send
+ * what waits first), unless it is a channel's lease (uroce_pace_channel_leased), which goes on.
+ * Returns whether a lease ended: the progress thread then sleeps on timers only and must be
+ * woken to watch the sockets again.
  */
-bool uroce_pace_app_sleeps(struct uroce_pace *p);
+bool uroce_pace_app_sleeps(struct uroce_pace *p, uint64_t now);
+
+/*
+ * An application thread sleeps on a completion channel watching the sockets itself
+ * (uroce_ctx_channel_wait), and went to sleep or woke at now: it receives, runs its rounds and
+ * reports its completions without the progress thread, so it takes or renews the lease, a
+ * channel's lease. Arming a channel within UROCE_PACE_CHANNEL_NS of that does not end it
+ * (uroce_pace_app_sleeps): the thread is about to sleep on the sockets again. It lapses
+ * UROCE_PACE_LEASE_NS after the thread's last sleep, poll or post, as any lease.
+ */
+void uroce_pace_channel_sleeps(struct uroce_pace *p, uint64_t now);
+/* Is the lease at now a channel's (uroce_pace_channel_sleeps within UROCE_PACE_CHANNEL_NS)? */
+bool uroce_pace_channel_leased(const struct uroce_pace *p, uint64_t now);
 
 /*
  * A post of bytes at now: returns whether it is held for its burst (uroce_pace_post_holds),

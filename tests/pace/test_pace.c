@@ -3,7 +3,8 @@
  * The pacing rules (pace/pace.h), table by table: first each rule as a pure function (a row: its
  * inputs and what it decides), then scenarios, each a script of events with their times and the
  * decision expected after each (a lease taken by a streak of polls and lost to a gap, posts held
- * for their burst, ACKs held for the next post, the progress thread's hold-off, sleep and spin).
+ * for their burst, ACKs held for the next post, the progress thread's hold-off, sleep and spin,
+ * a thread asleep on a completion channel).
  * Virtual times only: nothing here reads a clock or waits.
  */
 #include <stdbool.h>
@@ -23,6 +24,7 @@
 #define A     UROCE_PACE_REPLY_ANSWERED_NS
 #define P     UROCE_PACE_REPLY_POSTER_NS
 #define S     UROCE_PACE_SPIN_NS
+#define C     UROCE_PACE_CHANNEL_NS
 #define NEVER UINT64_MAX
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
@@ -211,7 +213,8 @@ enum op {
 	OP_FOUND,      /* a poll at t found completions: want the lease's end after */
 	OP_POST,       /* a post of n bytes at t: want whether it is held */
 	OP_POSTED,     /* the post ended at t (a: held, b: pending, n: deadline): want a kick */
-	OP_ARM,	       /* the application arms a channel: want whether it held a lease */
+	OP_ARM,	       /* the application arms a channel at t: want whether a lease ended */
+	OP_CHANNEL,    /* a thread sleeps on a channel, or wakes, at t: want the lease's end */
 	OP_SENT,       /* everything pending was sent: want the hold's end after (0) */
 	OP_POLL_SENDS, /* a poll round at t (a: pending, b: acks only): want whether it sends */
 	OP_KEPT, /* a round ending at t kept what it made (a: acks only): want the hold's end */
@@ -254,6 +257,14 @@ struct step {
 #define ARM(leased)                                        \
 	{                                                  \
 		OP_ARM, 0, 0, 0, false, false, (leased), 0 \
+	}
+#define ARM_AT(t, ended)                                    \
+	{                                                   \
+		OP_ARM, (t), 0, 0, false, false, (ended), 0 \
+	}
+#define CHANNEL(t, lease_end)                                       \
+	{                                                           \
+		OP_CHANNEL, (t), 0, 0, false, false, (lease_end), 0 \
 	}
 #define SENT()                                       \
 	{                                            \
@@ -507,6 +518,22 @@ static const struct step drain[] = {
 	DRAINS(T + 41 * US, true), /* the time starts again at them */
 };
 
+/* A thread that sleeps on a completion channel watching the sockets itself holds a channel's
+ * lease: the progress thread keeps to the timers, and arming the channel right after a wake
+ * (the thread is about to sleep again) does not end it; arming later does. */
+static const struct step channel[] = {
+	CHANNEL(T, T + L),				      /* asleep on the channel */
+	PLAN(T + 1 * US, NEVER, false, false, L - 1 * US, 0), /* timers only, to the lease's end */
+	CHANNEL(T + 20 * US, T + 20 * US + L),		      /* it woke: renewed */
+	ARM_AT(T + 25 * US, false),			      /* at once: it goes on, no kick */
+	PLAN(T + 26 * US, NEVER, false, false, L - 6 * US, 0),
+	ARM_AT(T + 20 * US + C, true), /* armed long after its wake: the lease ends */
+	PLAN(T + 21 * US + C, NEVER, false, false, UROCE_PACE_SLEEP_MAX_NS, 1),
+	CHANNEL(T + 200 * US, T + 200 * US + L),
+	ARM_AT(T + 200 * US + C - 1, false),
+	ARM_AT(T + 200 * US + C - 1, false), /* a second CQ's event: still on */
+};
+
 static const struct scenario scenarios[] = {
 	{"a streak of polls takes the lease", false, true, streak, N_OF(streak)},
 	{"a gap starts the streak again", false, true, gap, N_OF(gap)},
@@ -519,6 +546,7 @@ static const struct scenario scenarios[] = {
 	{"the progress thread spins after answering", false, true, spins, N_OF(spins)},
 	{"the spin turned off", false, false, no_spin, N_OF(no_spin)},
 	{"the drain after completions runs no round", false, true, drain, N_OF(drain)},
+	{"a thread asleep on a channel holds the lease", false, true, channel, N_OF(channel)},
 };
 
 /* Run one step on p; returns the decision (and *sockets for a plan). */
@@ -539,7 +567,10 @@ static uint64_t run_step(struct uroce_pace *p, const struct step *s, int *socket
 	case OP_POSTED:
 		return uroce_pace_posted(p, s->t, s->a, s->b, s->n);
 	case OP_ARM:
-		return uroce_pace_app_sleeps(p);
+		return uroce_pace_app_sleeps(p, s->t);
+	case OP_CHANNEL:
+		uroce_pace_channel_sleeps(p, s->t);
+		return uroce_pace_lease_end(p);
 	case OP_SENT:
 		uroce_pace_sent(p);
 		return p->reply_hold;
