@@ -684,7 +684,7 @@ int uroce_ctx_channel_wait(struct uroce_ctx *c, int fd)
 	uroce_pace_channel_sleeps(&c->pace, uroce_mono_ns()); /* it woke */
 	if (pfd[0].revents) {
 		pthread_mutex_unlock(&c->lock);
-		return 0;
+		return pfd[0].revents & POLLIN ? 0 : 1; /* POLLNVAL: the fd was closed */
 	}
 	if (v2_at >= 0 && (pfd[v2_at].revents & POLLIN))
 		uroce_udp_woken(c->v2);

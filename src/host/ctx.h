@@ -141,8 +141,9 @@ void uroce_ctx_arm_unlock(struct uroce_ctx *c);
  * and then this one. The progress thread keeps to the timers while the lease holds. Returns 0
  * once fd is readable or a round ran (its events may be for another channel: the caller looks,
  * and calls again); 1 at once in busy-poll mode (the progress thread receives) and in a
- * forked child (nothing does); -errno when ppoll fails (-EINTR: a signal came). After anything
- * but 0 the caller blocks on the fd as it would without uroce. Lock not held.
+ * forked child (nothing does), and when fd is not one (closed); -errno when ppoll fails (-EINTR: a
+ * signal came). After anything but 0 the caller blocks on the fd as it would without uroce. Lock
+ * not held.
  */
 int uroce_ctx_channel_wait(struct uroce_ctx *c, int fd);
 
