@@ -645,12 +645,44 @@ static void reply_round(struct uroce_ctx *c, uint64_t now)
 	uroce_pace_round_ended(&c->pace, now, c->prog.rx_got, responds || c->prog.comp_events != events);
 }
 
+/* The device's sockets: where in pfd[] a sleep watches them (-1: not), and which woke it. */
+struct sock_watch {
+	int v2_at, v1_at;
+};
+
+/* Append the sockets' pollfds to pfd[*n]. Lock held, or in the progress thread (the one that
+ * replaces c->v2, rebind_v2). */
+static struct sock_watch watch_sockets(struct uroce_ctx *c, struct pollfd *pfd, int *n)
+{
+	struct sock_watch w = {-1, -1};
+
+	if (c->v2) {
+		w.v2_at = *n;
+		pfd[(*n)++] = (struct pollfd){.fd = uroce_backend_fd(c->v2), .events = POLLIN};
+	}
+	if (c->v1) {
+		w.v1_at = *n;
+		pfd[(*n)++] = (struct pollfd){.fd = uroce_backend_fd(c->v1), .events = POLLIN};
+	}
+	return w;
+}
+
+/* Tell each backend whether its socket woke the sleep (uroce_udp_woken, uroce_packet_woken).
+ * Lock held. */
+static void sockets_woken(struct uroce_ctx *c, const struct pollfd *pfd, struct sock_watch w)
+{
+	if (w.v2_at >= 0 && (pfd[w.v2_at].revents & POLLIN))
+		uroce_udp_woken(c->v2);
+	if (w.v1_at >= 0 && (pfd[w.v1_at].revents & POLLIN))
+		uroce_packet_woken(c->v1);
+}
+
 int uroce_ctx_channel_wait(struct uroce_ctx *c, int fd)
 {
 	if (c->orphan || c->pace.busy_poll)
 		return 1;
 	struct pollfd pfd[3] = {{.fd = fd, .events = POLLIN}};
-	int n = 1, v2_at = -1, v1_at = -1;
+	int n = 1;
 
 	pthread_mutex_lock(&c->lock);
 	uint64_t now = uroce_mono_ns();
@@ -669,14 +701,8 @@ int uroce_ctx_channel_wait(struct uroce_ctx *c, int fd)
 				       .tv_nsec = (long)(ns % 1000000000u)};
 		tsp = &ts;
 	}
-	if (c->v2) {
-		v2_at = n;
-		pfd[n++] = (struct pollfd){.fd = uroce_backend_fd(c->v2), .events = POLLIN};
-	}
-	if (c->v1) {
-		v1_at = n;
-		pfd[n++] = (struct pollfd){.fd = uroce_backend_fd(c->v1), .events = POLLIN};
-	}
+	struct sock_watch w = watch_sockets(c, pfd, &n);
+
 	pthread_mutex_unlock(&c->lock);
 	if (ppoll(pfd, (nfds_t)n, tsp, NULL) < 0)
 		return -errno;
@@ -686,10 +712,7 @@ int uroce_ctx_channel_wait(struct uroce_ctx *c, int fd)
 		pthread_mutex_unlock(&c->lock);
 		return pfd[0].revents & POLLIN ? 0 : 1; /* POLLNVAL: the fd was closed */
 	}
-	if (v2_at >= 0 && (pfd[v2_at].revents & POLLIN))
-		uroce_udp_woken(c->v2);
-	if (v1_at >= 0 && (pfd[v1_at].revents & POLLIN))
-		uroce_packet_woken(c->v1);
+	sockets_woken(c, pfd, w);
 	reply_round(c, uroce_mono_ns());
 	pthread_mutex_unlock(&c->lock);
 	return 0;
@@ -726,18 +749,8 @@ static void *progress_main(void *arg)
 		pfd[n++] = (struct pollfd){ .fd = c->prog.kick_fd, .events = POLLIN };
 		if (c->prog.watch_fd >= 0)
 			pfd[n++] = (struct pollfd){ .fd = c->prog.watch_fd, .events = POLLIN };
-		int v2_at = -1;
-
-		if (c->v2 && sockets) {
-			v2_at = n;
-			pfd[n++] = (struct pollfd){ .fd = uroce_backend_fd(c->v2), .events = POLLIN };
-		}
-		int v1_at = -1;
-
-		if (c->v1 && sockets) {
-			v1_at = n;
-			pfd[n++] = (struct pollfd){ .fd = uroce_backend_fd(c->v1), .events = POLLIN };
-		}
+		struct sock_watch w =
+			sockets ? watch_sockets(c, pfd, &n) : (struct sock_watch){-1, -1};
 
 		/* A sleep through a lease (the sockets are not watched) ends on the timer, which
 		 * the leased thread moves on (poll_round); any other sleep on ppoll's timeout, one
@@ -774,10 +787,7 @@ static void *progress_main(void *arg)
 			continue;
 		pthread_mutex_lock(&c->lock);
 		uroce_pace_woken(&c->pace);
-		if (v2_at >= 0 && (pfd[v2_at].revents & POLLIN))
-			uroce_udp_woken(c->v2);
-		if (v1_at >= 0 && (pfd[v1_at].revents & POLLIN))
-			uroce_packet_woken(c->v1);
+		sockets_woken(c, pfd, w);
 		if (watch && uroce_netif_watch_drain(c->prog.watch_fd) > 0) {
 			refresh(c);
 			rebind_v2(c);
