@@ -59,7 +59,8 @@
  * process owning the destination QP. The group's watch fd sits in our epoll set: with several
  * sockets, rx_burst checks the groups whose fd a sweep of the set (rx_ready) found ready, so a
  * busy data path (or an application busy-polling its CQ, which makes empty bursts all the time)
- * pays nothing while nothing changes, and a progress thread woken by a watch fd checks at once;
+ * pays nothing while nothing changes, and a thread woken by a watch fd alone checks at once
+ * (after an empty look at the hot socket, uroce_udp_woken);
  * with one socket, no sweep tells, and rx_burst checks its group every SHARE_CHECK_EVERY bursts,
  * empty or not (a progress thread woken by the watch fd alone finds it within that many quick
  * rounds).
@@ -170,6 +171,8 @@ struct udp_be {
 	int hot;		/* the socket that had the last datagram */
 	uint64_t sweep_due;	/* when a receive call looks at every socket next (ns) */
 	uint32_t sweep_ns;	/* the interval (rx_ready) */
+	bool woken;		/* the fd polled readable: the next receive starts with hot */
+	unsigned hot_wakes;	/* wakes since the last sweep that looked at hot alone */
 	const struct uroce_share_cfg *share; /* during open only */
 	unsigned share_tick;
 	unsigned groups_ready; /* sockets whose group's fd the last sweep found ready */
@@ -1213,18 +1216,28 @@ static int split_rx(struct udp_be *b, struct uroce_rx_desc *out, int n)
  * waits for it). The interval doubles, from the least to the most, with each sweep that finds
  * no other socket ready, and is the least again after one that does: a datagram on another
  * socket waits up to the interval more, once after a long quiet there, and traffic on several
- * sockets at once keeps it short. A thread woken by the sockets (uroce_udp_woken) sweeps at
- * once.
+ * sockets at once keeps it short. A thread woken by the sockets (uroce_udp_woken) looks at the
+ * socket that had the last datagram first, which is where the peer's reply nearly always is,
+ * and sweeps when nothing is there: the wake was for another socket or a group's fd. A sweep
+ * comes at least every UDP_HOT_WAKES wakes, so that a group's fd is looked at while datagrams
+ * keep coming to the hot socket.
  */
 #define UDP_SWEEP_MIN_NS 4000u
 #define UDP_SWEEP_MAX_NS 64000u
+#define UDP_HOT_WAKES	 16u
 
 void uroce_udp_woken(struct uroce_backend *bb)
 {
 	struct udp_be *b = (struct udp_be *)uroce_backend_base(bb);
 
-	if (b && b->b.ops == &uroce_udp_ops)
+	if (!b || b->b.ops != &uroce_udp_ops)
+		return;
+	if (b->hot < b->ns && b->hot_wakes < UDP_HOT_WAKES) {
+		b->woken = true;
+		b->hot_wakes++;
+	} else {
 		b->sweep_due = 0;
+	}
 }
 
 /* Which sockets have datagrams (see above). Returns a bit mask of socket indexes. */
@@ -1241,6 +1254,7 @@ static unsigned rx_ready(struct udp_be *b)
 		return 1u << b->hot;
 	int k = uroce_epoll_ready(b->epfd, ev, 2 * MAX_SOCKS);
 
+	b->hot_wakes = 0;
 	if (k < 0)
 		return (1u << b->ns) - 1; /* EINTR: try them all */
 	for (int i = 0; i < k; i++) {
@@ -1261,6 +1275,42 @@ static unsigned rx_ready(struct udp_be *b)
 	return mask;
 }
 
+/* Receive into the ring's slots from *slot0 up to slots, from the sockets in ready (a mask of
+ * indexes), moving *slot0 on. 0, or a negative errno when a socket failed before anything came. */
+static int recv_ready(struct udp_be *b, unsigned ready, int slots, int *slot0)
+{
+	for (int k = 0; k < b->ns && *slot0 < slots; k++) {
+		/* rx_rr < ns (a socket closed resets it): no division on every receive call. */
+		int si = b->rx_rr + k < b->ns ? b->rx_rr + k : b->rx_rr + k - b->ns;
+		const struct udp_sock *s = &b->s[si];
+		int cnt = slots - *slot0;
+
+		if (!(ready & (1u << si)))
+			continue;
+
+		int r = uroce_recvmmsg(s->fd, b->rmsg + *slot0, (unsigned)cnt, MSG_DONTWAIT);
+
+		if (r < 0) {
+			rx_msg_reset(b, *slot0);
+			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+				continue;
+			/* ICMP errors reported on the socket, and the like: not fatal. */
+			if (errno == ECONNREFUSED || errno == EHOSTUNREACH || errno == ENETUNREACH)
+				continue;
+			if (*slot0)
+				break;
+			return -errno;
+		}
+		for (int j = *slot0; j < *slot0 + r; j++) {
+			parse_rx(b, s, j, &b->rmeta[j]);
+			rx_msg_reset(b, j);
+		}
+		*slot0 += r;
+		b->hot = si;
+	}
+	return 0;
+}
+
 static int udp_rx(struct uroce_backend *bb, struct uroce_rx_desc *out, int n)
 {
 	struct udp_be *b = (struct udp_be *)bb;
@@ -1273,37 +1323,21 @@ static int udp_rx(struct uroce_backend *bb, struct uroce_rx_desc *out, int n)
 	 * datagram holds up to 64), and returning fewer than n must mean nothing is held back:
 	 * callers stop asking then, and sleep on the sockets, which are no longer readable. */
 	int slots = n < b->batch ? n : b->batch;
-	unsigned ready = rx_ready(b);
+	int r;
 
-	for (int k = 0; k < b->ns && slot0 < slots; k++) {
-		/* rx_rr < ns (a socket closed resets it): no division on every receive call. */
-		int si = b->rx_rr + k < b->ns ? b->rx_rr + k : b->rx_rr + k - b->ns;
-		const struct udp_sock *s = &b->s[si];
-		int cnt = slots - slot0;
-
-		if (!(ready & (1u << si)))
-			continue;
-
-		int r = uroce_recvmmsg(s->fd, b->rmsg + slot0, (unsigned)cnt, MSG_DONTWAIT);
-
-		if (r < 0) {
-			rx_msg_reset(b, slot0);
-			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
-				continue;
-			/* ICMP errors reported on the socket, and the like: not fatal. */
-			if (errno == ECONNREFUSED || errno == EHOSTUNREACH || errno == ENETUNREACH)
-				continue;
-			if (slot0)
-				break;
-			return -errno;
+	if (b->woken) {
+		/* Woken: the hot socket first, then a sweep if nothing was there. */
+		b->woken = false;
+		r = recv_ready(b, 1u << b->hot, slots, &slot0);
+		if (r == 0 && slot0 == 0) {
+			b->sweep_due = 0;
+			r = recv_ready(b, rx_ready(b) & ~(1u << b->hot), slots, &slot0);
 		}
-		for (int j = slot0; j < slot0 + r; j++) {
-			parse_rx(b, s, j, &b->rmeta[j]);
-			rx_msg_reset(b, j);
-		}
-		slot0 += r;
-		b->hot = si;
+	} else {
+		r = recv_ready(b, rx_ready(b), slots, &slot0);
 	}
+	if (r < 0)
+		return r;
 	b->rcount = slot0;
 	b->rnext = 0;
 	b->roff = 0;

@@ -45,8 +45,9 @@ int uroce_udp_share_gsi(struct uroce_backend *b, const struct uroce_share_cfg *s
 
 /*
  * A thread is about to receive because b's fd (uroce_backend_fd) polled readable: its next
- * receive looks at every socket, not only the one that had the last datagram. b: wrappers
- * allowed; not a udp backend: nothing.
+ * receive looks at the socket that had the last datagram, and at every socket when nothing is
+ * there or when UDP_HOT_WAKES wakes in a row looked at that one alone. b: wrappers allowed; not a
+ * udp backend: nothing.
  */
 void uroce_udp_woken(struct uroce_backend *b);
 
