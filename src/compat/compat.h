@@ -91,11 +91,24 @@ struct compat_ah {
 	struct uroce_ah *eah;
 };
 
+/*
+ * A completion channel: an eventfd in semaphore mode and a queue of the CQs with events (event.c).
+ * The fd counts the queued events but those a thread waiting in ibv_get_cq_event made in its own
+ * progress round (unsignalled): it takes one of them without the fd and counts the rest into the
+ * fd before it returns, so the fd is readable whenever an event waits for the program.
+ */
 struct compat_channel {
 	struct ibv_comp_channel ch;
 	pthread_mutex_t lock; /* the queue below and the CQs' ch_* fields */
 	struct compat_cq *head, *tail;
+	unsigned queued;      /* events queued (the CQs' ch_pending summed) */
+	unsigned unsignalled; /* of those, not counted in the fd (<= queued) */
 };
+
+/* The channel the calling thread waits on in ibv_get_cq_event, watching the sockets itself
+ * (uroce_ctx_channel_wait); NULL when it does not. Events its own rounds make for that channel
+ * are queued unsignalled. */
+extern _Thread_local struct compat_channel *uroce_compat_waiting;
 
 /* Completions an extended CQ takes from the engine at a time for start_poll/next_poll. */
 #define COMPAT_CQ_EX_BATCH 16
@@ -175,6 +188,12 @@ void uroce_compat_drain_events(struct compat_ctx *ctx);
 void uroce_compat_forget_async(struct compat_ctx *ctx, const void *obj);
 /* Remove cq's pending completion events from its channel (context lock held). */
 void uroce_compat_forget_comp(struct compat_cq *cq);
+/* Take the channel's next event, if one is queued unsignalled (the caller's own round made it),
+ * and count any other unsignalled event into the fd: the CQ whose event it is, or NULL. */
+struct compat_cq *uroce_compat_take_unsignalled(struct compat_channel *ch);
+/* Take the channel's next event after a count was read off its fd: the CQ, or NULL when the
+ * event was removed meanwhile (its CQ destroyed). */
+struct compat_cq *uroce_compat_take_signalled(struct compat_channel *ch);
 /* Wait until the application has acked every event it was given for an object. */
 void uroce_compat_wait_acked(pthread_mutex_t *m, pthread_cond_t *c, const uint32_t *completed,
 			     const unsigned *reported);

@@ -217,43 +217,31 @@ int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq_out, v
 	struct compat_channel *ch = compat_container_of(channel, struct compat_channel, ch);
 	struct compat_cq *cq;
 	uint64_t v;
-	ssize_t r;
 
 	for (;;) {
 		/* A blocking channel with no event queued: the thread receives while it waits
-		 * (uroce_ctx_channel_wait); after a signal, the read below blocks or fails as
-		 * read(2) does. */
+		 * (uroce_ctx_channel_wait), and takes an event its round made without the fd;
+		 * after a signal, the read below blocks or fails as read(2) does. */
 		if (!channel_has_event(ch)) {
 			int fl = fcntl(channel->fd, F_GETFL);
 
-			if (fl >= 0 && !(fl & O_NONBLOCK))
+			if (fl >= 0 && !(fl & O_NONBLOCK)) {
+				uroce_compat_waiting = ch;
 				while (!channel_has_event(ch) &&
 				       uroce_ctx_channel_wait(compat_uc(channel->context),
 							      channel->fd) == 0)
 					;
+				uroce_compat_waiting = NULL;
+				cq = uroce_compat_take_unsignalled(ch);
+				if (cq)
+					break;
+			}
 		}
 		/* EAGAIN on a non-blocking channel; EINTR on a signal whose handler lacks
 		 * SA_RESTART, as rdma-core's read(2) of the uverbs event file. */
-		r = read(channel->fd, &v, sizeof(v));
-		if (r != sizeof(v))
+		if (read(channel->fd, &v, sizeof(v)) != sizeof(v))
 			return -1;
-		pthread_mutex_lock(&ch->lock);
-		cq = ch->head;
-		if (cq) {
-			/* One event per call; a CQ with more goes to the back of the queue. */
-			ch->head = cq->ch_next;
-			if (!ch->head)
-				ch->tail = NULL;
-			if (--cq->ch_pending) {
-				cq->ch_next = NULL;
-				if (ch->tail)
-					ch->tail->ch_next = cq;
-				else
-					ch->head = cq;
-				ch->tail = cq;
-			}
-		}
-		pthread_mutex_unlock(&ch->lock);
+		cq = uroce_compat_take_signalled(ch);
 		if (cq)
 			break;
 	}

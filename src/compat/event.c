@@ -7,7 +7,9 @@
  * application set O_NONBLOCK) plus a queue. The count is written after the entry is queued, so
  * a reader that got a count finds an entry, except when the object was destroyed in between
  * and its entries were removed; the reader then waits for the next count (or returns EAGAIN on
- * a non-blocking fd), so a poll() may be woken once for nothing.
+ * a non-blocking fd), so a poll() may be woken once for nothing. A completion event made by the
+ * round of the thread that waits for it in ibv_get_cq_event is queued without a count (struct
+ * compat_channel): that thread takes it next, and a write and a read are saved per event.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -16,14 +18,21 @@
 #include "compat/compat.h"
 #include "host/os/nocancel.h"
 
-static void fd_signal(int fd)
+_Thread_local struct compat_channel *uroce_compat_waiting;
+
+/* Add n counts to an eventfd. */
+static void fd_signal_n(int fd, uint64_t n)
 {
-	uint64_t one = 1;
 	ssize_t r;
 
 	do
-		r = uroce_write(fd, &one, sizeof(one));
+		r = uroce_write(fd, &n, sizeof(n));
 	while (r < 0 && errno == EINTR);
+}
+
+static void fd_signal(int fd)
+{
+	fd_signal_n(fd, 1);
 }
 
 /*
@@ -46,6 +55,9 @@ static void comp_event(struct compat_cq *cq)
 	if (!ibch)
 		return; /* armed without a channel: nobody to tell */
 	ch = compat_container_of(ibch, struct compat_channel, ch);
+	/* The thread waiting on this channel made it in its own round: it takes it next. */
+	bool mine = ch == uroce_compat_waiting;
+
 	pthread_mutex_lock(&ch->lock);
 	if (cq->ch_pending++ == 0) {
 		cq->ch_next = NULL;
@@ -55,8 +67,63 @@ static void comp_event(struct compat_cq *cq)
 			ch->head = cq;
 		ch->tail = cq;
 	}
+	ch->queued++;
+	ch->unsignalled += mine;
 	pthread_mutex_unlock(&ch->lock);
-	fd_signal(ibch->fd);
+	if (!mine)
+		fd_signal(ibch->fd);
+}
+
+/* Take the event at the head of ch's queue (lock held, queue not empty); returns its CQ. */
+static struct compat_cq *take_head(struct compat_channel *ch)
+{
+	struct compat_cq *cq = ch->head;
+
+	/* One event per call; a CQ with more goes to the back of the queue. */
+	ch->head = cq->ch_next;
+	if (!ch->head)
+		ch->tail = NULL;
+	if (--cq->ch_pending) {
+		cq->ch_next = NULL;
+		if (ch->tail)
+			ch->tail->ch_next = cq;
+		else
+			ch->head = cq;
+		ch->tail = cq;
+	}
+	ch->queued--;
+	return cq;
+}
+
+struct compat_cq *uroce_compat_take_unsignalled(struct compat_channel *ch)
+{
+	struct compat_cq *cq = NULL;
+	unsigned rest = 0;
+
+	pthread_mutex_lock(&ch->lock);
+	if (ch->unsignalled) {
+		/* Counts are not tied to events: any queued event stands for the one taken. */
+		cq = take_head(ch);
+		rest = --ch->unsignalled;
+		ch->unsignalled = 0;
+	}
+	pthread_mutex_unlock(&ch->lock);
+	if (rest)
+		fd_signal_n(ch->ch.fd, rest);
+	return cq;
+}
+
+struct compat_cq *uroce_compat_take_signalled(struct compat_channel *ch)
+{
+	struct compat_cq *cq = NULL;
+
+	pthread_mutex_lock(&ch->lock);
+	/* The count read may have been an unsignalled event's that another thread took: the
+	 * events left are then all signalled. */
+	if (ch->queued > ch->unsignalled)
+		cq = take_head(ch);
+	pthread_mutex_unlock(&ch->lock);
+	return cq;
 }
 
 static void async_event(struct compat_ctx *ctx, enum ibv_event_type type, void *obj)
@@ -165,7 +232,12 @@ void uroce_compat_forget_comp(struct compat_cq *cq)
 			pp = &(*pp)->ch_next;
 		}
 		ch->tail = prev;
+		ch->queued -= cq->ch_pending;
 		cq->ch_pending = 0;
+		/* Which of the removed events were unsignalled is not known: as many as are left
+		 * at most, and a count too many wakes a reader once for nothing (see above). */
+		if (ch->unsignalled > ch->queued)
+			ch->unsignalled = ch->queued;
 	}
 	pthread_mutex_unlock(&ch->lock);
 }

@@ -320,6 +320,109 @@ static void test_ud(struct ibv_context *ctx, struct ibv_pd *pd, int gid_idx)
 	free(buf);
 }
 
+/*
+ * Two events in one round: UD QPs b[0] and b[1], whose receive CQs share a blocking channel, get
+ * one datagram each in one burst, received by the thread that waits on the channel (it holds the
+ * lease from its polls, so the progress thread leaves the sockets to it). It is given one event;
+ * the other makes the channel's fd readable (a program may poll it before its next
+ * ibv_get_cq_event), and the next call returns it.
+ */
+static void test_channel_two_events(struct ibv_context *ctx, struct ibv_pd *pd, int gid_idx)
+{
+	struct ibv_qp_init_attr init = {
+		.qp_type = IBV_QPT_UD,
+		.cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1}};
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+	struct ibv_cq *scq = ibv_create_cq(ctx, 32, NULL, NULL, 0);
+	struct ibv_cq *rcq[2];
+	uint8_t *buf = calloc(1, 4096);
+	struct ibv_mr *mr = ibv_reg_mr(pd, buf, 4096, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_qp *a, *b[2];
+	struct ibv_ah_attr ah_attr = {.is_global = 1, .port_num = 1};
+	struct ibv_wc wc;
+
+	CHECK(ch && scq && mr);
+	if (!ch || !scq || !mr)
+		return;
+	init.send_cq = init.recv_cq = scq;
+	a = ibv_create_qp(pd, &init);
+	CHECK(a != NULL);
+	for (int i = 0; i < 2; i++) {
+		rcq[i] = ibv_create_cq(ctx, 32, &rcq[i], ch, 0);
+		CHECK(rcq[i] != NULL);
+		init.recv_cq = rcq[i];
+		b[i] = ibv_create_qp(pd, &init);
+		CHECK(b[i] != NULL);
+		if (!rcq[i] || !b[i] || !a)
+			return;
+		ud_to_rts(b[i], 0x11111111);
+	}
+	ud_to_rts(a, 0x11111111);
+	ah_attr.grh.sgid_index = (uint8_t)gid_idx;
+	ah_attr.grh.hop_limit = 64;
+	CHECK_EQ(ibv_query_gid(ctx, 1, gid_idx, &ah_attr.grh.dgid), 0);
+	struct ibv_ah *ah = ibv_create_ah(pd, &ah_attr);
+
+	CHECK(ah != NULL);
+	if (!ah)
+		return;
+	struct ibv_sge rs[2] = {{(uintptr_t)buf, 40 + 64, mr->lkey},
+				{(uintptr_t)buf + 1024, 40 + 64, mr->lkey}};
+	struct ibv_sge ss = {(uintptr_t)buf + 2048, 64, mr->lkey};
+	struct ibv_send_wr swr[2], *sbad;
+
+	for (int i = 0; i < 2; i++) {
+		struct ibv_recv_wr rwr = {.wr_id = (uint64_t)i, .sg_list = &rs[i], .num_sge = 1};
+		struct ibv_recv_wr *rbad;
+
+		CHECK_EQ(ibv_post_recv(b[i], &rwr, &rbad), 0);
+		CHECK_EQ(ibv_req_notify_cq(rcq[i], 0), 0);
+		swr[i] = (struct ibv_send_wr){.wr_id = 10 + (uint64_t)i,
+					      .next = i == 0 ? &swr[1] : NULL,
+					      .sg_list = &ss,
+					      .num_sge = 1,
+					      .opcode = IBV_WR_SEND,
+					      .send_flags = IBV_SEND_SIGNALED};
+		swr[i].wr.ud.ah = ah;
+		swr[i].wr.ud.remote_qpn = b[i]->qp_num;
+		swr[i].wr.ud.remote_qkey = 0x11111111;
+	}
+	/* Polls in a row take the lease (pace.h); one post sends both datagrams at once. */
+	for (int i = 0; i < 20; i++)
+		CHECK_EQ(ibv_poll_cq(scq, 1, &wc), 0);
+	CHECK_EQ(ibv_post_send(a, &swr[0], &sbad), 0);
+
+	struct ibv_cq *got[2] = {NULL, NULL};
+	void *got_ctx[2] = {NULL, NULL};
+	struct pollfd pfd = {.fd = ch->fd, .events = POLLIN};
+
+	CHECK_EQ(ibv_get_cq_event(ch, &got[0], &got_ctx[0]), 0);
+	CHECK_EQ(poll(&pfd, 1, 0), 1); /* the other event, already made, shows on the fd */
+	CHECK_EQ(ibv_get_cq_event(ch, &got[1], &got_ctx[1]), 0);
+	CHECK(got[0] != got[1] && (got[0] == rcq[0] || got[0] == rcq[1]) &&
+	      (got[1] == rcq[0] || got[1] == rcq[1]));
+	for (int i = 0; i < 2; i++)
+		CHECK(got_ctx[i] == (got[i] == rcq[0] ? (void *)&rcq[0] : (void *)&rcq[1]));
+	CHECK_EQ(poll(&pfd, 1, 0), 0); /* nothing left */
+	for (int i = 0; i < 2; i++) {
+		if (got[i])
+			ibv_ack_cq_events(got[i], 1);
+		CHECK_EQ(poll_one(rcq[i], &wc), IBV_WC_SUCCESS);
+		CHECK(wc.wr_id == (uint64_t)i && wc.byte_len == 40 + 64);
+		CHECK_EQ(poll_one(scq, &wc), IBV_WC_SUCCESS);
+	}
+	CHECK_EQ(ibv_destroy_ah(ah), 0);
+	CHECK_EQ(ibv_destroy_qp(a), 0);
+	for (int i = 0; i < 2; i++) {
+		CHECK_EQ(ibv_destroy_qp(b[i]), 0);
+		CHECK_EQ(ibv_destroy_cq(rcq[i]), 0);
+	}
+	CHECK_EQ(ibv_destroy_cq(scq), 0);
+	CHECK_EQ(ibv_destroy_comp_channel(ch), 0);
+	CHECK_EQ(ibv_dereg_mr(mr), 0);
+	free(buf);
+}
+
 int main(int argc, char **argv)
 {
 	const char *devname = argc > 1 ? argv[1] : "uroce_lo";
@@ -349,6 +452,7 @@ int main(int argc, char **argv)
 		test_rc(ctx, pd, gid_idx);
 		CHECK_BAIL();
 		test_ud(ctx, pd, gid_idx);
+		test_channel_two_events(ctx, pd, gid_idx);
 		CHECK_EQ(ibv_dealloc_pd(pd), 0);
 	}
 	CHECK_EQ(ibv_close_device(ctx), 0);
