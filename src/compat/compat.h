@@ -68,6 +68,11 @@ struct compat_ctx {
 	struct compat_device *dev;
 	pthread_mutex_t ev_lock; /* the async event queue */
 	struct compat_async *ev_head, *ev_tail;
+	/* Channels that may hold events left unsignalled (struct compat_channel), for the
+	 * progress thread to count into their fds (uroce_compat_on_round). */
+	pthread_mutex_t linger_lock;
+	struct compat_channel *linger;
+	atomic_bool lingering;	   /* linger is not empty */
 	struct verbs_context vctx; /* last: the inlines find it at ctx - 320 */
 };
 
@@ -94,8 +99,11 @@ struct compat_ah {
 /*
  * A completion channel: an eventfd in semaphore mode and a queue of the CQs with events (event.c).
  * The fd counts the queued events but those a thread waiting in ibv_get_cq_event made in its own
- * progress round (unsignalled): it takes one of them without the fd and counts the rest into the
- * fd before it returns, so the fd is readable whenever an event waits for the program.
+ * progress round (unsignalled): it takes one of them without the fd, and the next call of
+ * ibv_get_cq_event takes the others, as a program that sleeps on its channel calls it again
+ * within microseconds. The progress thread counts what is left into the fd after its next round
+ * (uroce_compat_on_round), a lease's time at most after the thread's last sleep or poll: a
+ * program that polls the fd instead sees those events that much later, none is lost.
  */
 struct compat_channel {
 	struct ibv_comp_channel ch;
@@ -103,6 +111,9 @@ struct compat_channel {
 	struct compat_cq *head, *tail;
 	unsigned queued;      /* events queued (the CQs' ch_pending summed) */
 	unsigned unsignalled; /* of those, not counted in the fd (<= queued) */
+	/* On its context's linger list (the context's linger_lock). */
+	bool lingers;
+	struct compat_channel *linger_next;
 };
 
 /* The channel the calling thread waits on in ibv_get_cq_event, watching the sockets itself
@@ -188,9 +199,15 @@ void uroce_compat_drain_events(struct compat_ctx *ctx);
 void uroce_compat_forget_async(struct compat_ctx *ctx, const void *obj);
 /* Remove cq's pending completion events from its channel (context lock held). */
 void uroce_compat_forget_comp(struct compat_cq *cq);
-/* Take the channel's next event, if one is queued unsignalled (the caller's own round made it),
- * and count any other unsignalled event into the fd: the CQ whose event it is, or NULL. */
+/* Take the channel's next event, if one is queued unsignalled (the caller's own round made it,
+ * or an earlier call's): the CQ whose event it is, or NULL. Others left unsignalled put the
+ * channel on its context's linger list. */
 struct compat_cq *uroce_compat_take_unsignalled(struct compat_channel *ch);
+/* The progress thread's round ended (uroce_ctx_cfg.on_round; context lock held): count the
+ * events left unsignalled into their channels' fds. */
+void uroce_compat_on_round(void *arg);
+/* Take the channel off its context's linger list (before it is destroyed). */
+void uroce_compat_forget_linger(struct compat_channel *ch);
 /* Take the channel's next event after a count was read off its fd: the CQ, or NULL when the
  * event was removed meanwhile (its CQ destroyed). */
 struct compat_cq *uroce_compat_take_signalled(struct compat_channel *ch);

@@ -41,6 +41,7 @@ int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 		return EBUSY;
 	}
 	pthread_mutex_unlock(&ch->lock);
+	uroce_compat_forget_linger(ch);
 	close(channel->fd);
 	pthread_mutex_destroy(&ch->lock);
 	free(ch);
@@ -219,9 +220,13 @@ int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq_out, v
 	uint64_t v;
 
 	for (;;) {
+		/* An event a waiting thread's round made: taken without the fd. */
+		cq = uroce_compat_take_unsignalled(ch);
+		if (cq)
+			break;
 		/* A blocking channel with no event queued: the thread receives while it waits
-		 * (uroce_ctx_channel_wait), and takes an event its round made without the fd;
-		 * after a signal, the read below blocks or fails as read(2) does. */
+		 * (uroce_ctx_channel_wait); after a signal, the read below blocks or fails as
+		 * read(2) does. */
 		if (!channel_has_event(ch)) {
 			int fl = fcntl(channel->fd, F_GETFL);
 

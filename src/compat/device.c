@@ -150,6 +150,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	}
 	ctx->dev = d;
 	pthread_mutex_init(&ctx->ev_lock, NULL);
+	pthread_mutex_init(&ctx->linger_lock, NULL);
 	ctx->vctx.sz = sizeof(ctx->vctx);
 	ctx->vctx.context.device = device;
 	/* A real descriptor, though nothing is sent through it: applications dup it to import the
@@ -167,6 +168,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 		goto fail;
 	}
 	cfg.on_event = uroce_compat_on_event;
+	cfg.on_round = uroce_compat_on_round;
 	cfg.arg = ctx;
 	err = uroce_ctx_open(d->def.name, &cfg, &ctx->uc);
 	if (err)
@@ -180,6 +182,7 @@ fail:
 		close(ctx->vctx.context.cmd_fd);
 	pthread_mutex_destroy(&ctx->vctx.context.mutex);
 	pthread_mutex_destroy(&ctx->ev_lock);
+	pthread_mutex_destroy(&ctx->linger_lock);
 	free(ctx);
 	errno = -err;
 	return NULL;
@@ -200,6 +203,7 @@ int ibv_close_device(struct ibv_context *context)
 	close(context->cmd_fd);
 	pthread_mutex_destroy(&context->mutex);
 	pthread_mutex_destroy(&ctx->ev_lock);
+	pthread_mutex_destroy(&ctx->linger_lock);
 	device_put(ctx->dev);
 	free(ctx);
 	return 0;

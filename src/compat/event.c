@@ -98,19 +98,64 @@ static struct compat_cq *take_head(struct compat_channel *ch)
 struct compat_cq *uroce_compat_take_unsignalled(struct compat_channel *ch)
 {
 	struct compat_cq *cq = NULL;
-	unsigned rest = 0;
+	bool rest = false;
 
 	pthread_mutex_lock(&ch->lock);
 	if (ch->unsignalled) {
 		/* Counts are not tied to events: any queued event stands for the one taken. */
 		cq = take_head(ch);
-		rest = --ch->unsignalled;
-		ch->unsignalled = 0;
+		rest = --ch->unsignalled > 0;
 	}
 	pthread_mutex_unlock(&ch->lock);
-	if (rest)
-		fd_signal_n(ch->ch.fd, rest);
+	if (rest) {
+		struct compat_ctx *ctx = compat_ctx_of(ch->ch.context);
+
+		pthread_mutex_lock(&ctx->linger_lock);
+		if (!ch->lingers) {
+			ch->lingers = true;
+			ch->linger_next = ctx->linger;
+			ctx->linger = ch;
+			atomic_store_explicit(&ctx->lingering, true, memory_order_relaxed);
+		}
+		pthread_mutex_unlock(&ctx->linger_lock);
+	}
 	return cq;
+}
+
+void uroce_compat_on_round(void *arg)
+{
+	struct compat_ctx *ctx = arg;
+
+	if (!atomic_load_explicit(&ctx->lingering, memory_order_relaxed))
+		return;
+	pthread_mutex_lock(&ctx->linger_lock);
+	for (struct compat_channel *ch = ctx->linger; ch; ch = ch->linger_next) {
+		pthread_mutex_lock(&ch->lock);
+		unsigned n = ch->unsignalled;
+
+		ch->unsignalled = 0;
+		ch->lingers = false;
+		pthread_mutex_unlock(&ch->lock);
+		if (n)
+			fd_signal_n(ch->ch.fd, n);
+	}
+	ctx->linger = NULL;
+	atomic_store_explicit(&ctx->lingering, false, memory_order_relaxed);
+	pthread_mutex_unlock(&ctx->linger_lock);
+}
+
+void uroce_compat_forget_linger(struct compat_channel *ch)
+{
+	struct compat_ctx *ctx = compat_ctx_of(ch->ch.context);
+
+	pthread_mutex_lock(&ctx->linger_lock);
+	for (struct compat_channel **pp = &ctx->linger; *pp; pp = &(*pp)->linger_next)
+		if (*pp == ch) {
+			*pp = ch->linger_next;
+			break;
+		}
+	ch->lingers = false;
+	pthread_mutex_unlock(&ctx->linger_lock);
 }
 
 struct compat_cq *uroce_compat_take_signalled(struct compat_channel *ch)

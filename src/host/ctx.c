@@ -60,6 +60,7 @@ struct uroce_ctx {
 	pthread_mutex_t lock;
 	_Atomic unsigned lock_waiters; /* application threads waiting for the lock */
 	uroce_ctx_event_fn on_event;
+	void (*on_round)(void *arg);
 	void *arg;
 	/* The pacing (pace/pace.h): under the lock, but for the lease, which the progress thread
 	 * reads without it. */
@@ -793,6 +794,8 @@ static void *progress_main(void *arg)
 			rebind_v2(c);
 		}
 		reply_round(c, uroce_mono_ns());
+		if (c->on_round)
+			c->on_round(c->arg);
 		pthread_mutex_unlock(&c->lock);
 	}
 	return NULL;
@@ -1099,6 +1102,7 @@ int uroce_ctx_open(const char *name, const struct uroce_ctx_cfg *cfg, struct uro
 		goto fail;
 	}
 	c->on_event = cfg ? cfg->on_event : NULL;
+	c->on_round = cfg ? cfg->on_round : NULL;
 	c->arg = cfg ? cfg->arg : NULL;
 	const char *bp = getenv("UROCE_BUSY_POLL");
 

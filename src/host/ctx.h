@@ -64,6 +64,11 @@ typedef void (*uroce_ctx_event_fn)(void *arg, const struct uroce_event *ev);
 
 struct uroce_ctx_cfg {
 	uroce_ctx_event_fn on_event;
+	/* Called by the progress thread after each of its rounds, with the lock held (NULL:
+	 * nothing): what the layer above leaves for it (events a waiting thread left uncounted,
+	 * compat's channels). It runs at the latest a lease's time after an application thread
+	 * last slept on a channel or polled. */
+	void (*on_round)(void *arg);
 	void *arg;
 	uint32_t qpn_base; /* 0: derived from the process id, so processes do not collide */
 };
