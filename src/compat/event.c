@@ -47,6 +47,17 @@ static int fd_wait(int fd)
 	return read(fd, &v, sizeof(v)) == sizeof(v) ? 0 : -1;
 }
 
+/* Put cq at the back of ch's queue (ch's lock held). */
+static void enqueue(struct compat_channel *ch, struct compat_cq *cq)
+{
+	cq->ch_next = NULL;
+	if (ch->tail)
+		ch->tail->ch_next = cq;
+	else
+		ch->head = cq;
+	ch->tail = cq;
+}
+
 static void comp_event(struct compat_cq *cq)
 {
 	struct ibv_comp_channel *ibch = cq->cq.channel;
@@ -59,14 +70,8 @@ static void comp_event(struct compat_cq *cq)
 	bool mine = ch == uroce_compat_waiting;
 
 	pthread_mutex_lock(&ch->lock);
-	if (cq->ch_pending++ == 0) {
-		cq->ch_next = NULL;
-		if (ch->tail)
-			ch->tail->ch_next = cq;
-		else
-			ch->head = cq;
-		ch->tail = cq;
-	}
+	if (cq->ch_pending++ == 0)
+		enqueue(ch, cq);
 	ch->queued++;
 	ch->unsignalled += mine;
 	pthread_mutex_unlock(&ch->lock);
@@ -83,14 +88,8 @@ static struct compat_cq *take_head(struct compat_channel *ch)
 	ch->head = cq->ch_next;
 	if (!ch->head)
 		ch->tail = NULL;
-	if (--cq->ch_pending) {
-		cq->ch_next = NULL;
-		if (ch->tail)
-			ch->tail->ch_next = cq;
-		else
-			ch->head = cq;
-		ch->tail = cq;
-	}
+	if (--cq->ch_pending)
+		enqueue(ch, cq);
 	ch->queued--;
 	return cq;
 }
