@@ -6,8 +6,9 @@
 #   mtu1500   two network namespaces joined by veth, MTU 1500 (RoCE active MTU 1024)
 #   mtu9000   the same at MTU 9000 (active MTU 4096)
 #   lo        loopback inside one namespace (client and server share the device)
-# With the throughput tests it also measures the ceiling of uroce's RoCE v2 data path on each
-# path: kernel UDP with GSO/GRO doing a RoCE packet's unavoidable work per byte (udp_ceiling.c).
+# With the throughput tests it also measures the ceilings of uroce's data paths on each path:
+# kernel UDP with GSO/GRO doing a RoCE v2 packet's unavoidable work per byte (udp_ceiling.c), and
+# AF_PACKET doing a RoCE v1 frame's (afpacket_ceiling.c).
 # Each figure is measured -r times; the report gives medians, the uroce/TCP ratio per row, CPU
 # per side (getrusage of each process through /usr/bin/time) and uroce's memory per QP (RSS with
 # 8 QPs against 1). Writes results.md (Markdown tables), results.tsv (every run), compare.png and
@@ -25,7 +26,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/.." && pwd)
 
 ALL_PATHS="mtu1500 mtu9000 lo"
-ALL_TRANSPORTS="v2 v1 tcp udp"
+ALL_TRANSPORTS="v2 v1 tcp udp packet"
 ALL_TESTS="write_bw read_bw send_bw send_lat write_lat"
 ALL_MODES="busy event"
 
@@ -46,7 +47,8 @@ veth at MTU 1500, veth at MTU 9000 and loopback. Needs root.
                       send_lat only, 64 KiB, busy-poll (options after it still apply)
   --paths LIST        comma-separated subset of: ${ALL_PATHS// /,}
   --transports LIST   subset of: ${ALL_TRANSPORTS// /,}  (tcp: iperf3 and sockperf; udp:
-                      the ceiling of uroce's RoCE v2 data path, bench/udp_ceiling, with *_bw)
+                      the ceiling of uroce's RoCE v2 data path, bench/udp_ceiling; packet:
+                      that of its RoCE v1 path, bench/afpacket_ceiling; both with *_bw)
   --tests LIST        subset of: ${ALL_TESTS// /,}
                       (ib_<test>; TCP throughput runs with any *_bw, latency with any *_lat)
   --sizes LIST        message sizes in bytes for the *_bw tests (default 4096,65536)
@@ -206,8 +208,10 @@ plan() {
 					;;
 				esac
 			done
-			if has "$TRANSPORTS" udp && [ $any_bw = 1 ]; then
-				echo "ceiling $path udp ceiling 0 1 - $rep"
+			if [ $any_bw = 1 ]; then
+				for tr in udp packet; do
+					has "$TRANSPORTS" $tr && echo "ceiling $path $tr ceiling 0 1 - $rep"
+				done
 			fi
 			has "$TRANSPORTS" tcp || continue
 			if [ $any_bw = 1 ]; then
@@ -244,9 +248,14 @@ fi
 for c in "${need[@]}"; do
 	command -v "$c" >/dev/null || cannot "'$c' is not installed: run scripts/setup"
 done
-CEILING=$(dirname "$UROCE")/bench/udp_ceiling
-if has "$TRANSPORTS" udp && [[ $TESTS == *_bw* ]]; then
-	[ -x "$CEILING" ] || cannot "no $CEILING: run scripts/build release (or leave out --transports udp)"
+CEILING=$(dirname "$UROCE")/bench/udp_ceiling PKT_CEILING=$(dirname "$UROCE")/bench/afpacket_ceiling
+if [[ $TESTS == *_bw* ]]; then
+	if has "$TRANSPORTS" udp && [ ! -x "$CEILING" ]; then
+		cannot "no $CEILING: run scripts/build release (or leave out --transports udp)"
+	fi
+	if has "$TRANSPORTS" packet && [ ! -x "$PKT_CEILING" ]; then
+		cannot "no $PKT_CEILING: run scripts/build release (or leave out --transports packet)"
+	fi
 fi
 if [ $PLOT = 1 ]; then
 	/usr/bin/python3 -c 'import matplotlib' 2>/dev/null ||
@@ -327,13 +336,14 @@ path_setup() { # PATH: prints nothing; sets the variables above or SETUP_ERR
 			cannot "cannot configure the veth pair"
 		fi
 		IF_a=a0 IF_b=b0 ADDR_a=$a ADDR_b=$b
+		MAC_a=$(ip -n "$NSA" -br link show a0 | awk '{ print $3 }')
 		;;
 	lo)
 		a=198.18.127.1
 		NSA=ubench-lo-$$ NSB=$NSA
 		add_ns "$NSA" || cannot "cannot create a network namespace"
 		ip -n "$NSA" addr add $a/32 dev lo || cannot "cannot add $a to lo"
-		IF_a=lo IF_b=lo ADDR_a=$a ADDR_b=$a
+		IF_a=lo IF_b=lo ADDR_a=$a ADDR_b=$a MAC_a=00:00:00:00:00:00
 		;;
 	esac
 	SRV=$a
@@ -379,6 +389,17 @@ wait_listen() { # NS PORT SERVER-PID: bounded poll (20 s) for a TCP listener (LI
 	return 1
 }
 
+# A server without a port (afpacket_ceiling) says "listening": bounded poll (20 s) of its output.
+wait_line() { # FILE SERVER-PID
+	local _
+	for _ in $(seq 400); do
+		grep -q '^listening' "$1" 2>/dev/null && return 0
+		kill -0 "$2" 2>/dev/null || return 1
+		sleep 0.05
+	done
+	return 1
+}
+
 # From /usr/bin/time -f '%e %U %S %M' (its last line): "CPU% RSS-KiB".
 cpu_rss() { # FILE
 	tail -n 1 "$1" 2>/dev/null |
@@ -406,7 +427,7 @@ record() { # KIND PATH TR TEST SIZE QPS MODE REP STATUS V1 V2 V3 CPU-CLI CPU-SRV
 # Start SERVER_CMD in the background, wait for its port, run CLIENT_CMD; each under getrusage
 # (/usr/bin/time) and bounded by timeout(1). Sets CST and SST, the statuses. STOP=1: the server
 # runs until stopped (sockperf), so it is stopped once the client is done.
-SERVER_CMD=() CLIENT_CMD=() LISTEN_UDP=0
+SERVER_CMD=() CLIENT_CMD=() LISTEN_UDP=0 LISTEN_LINE=0
 client_server() { # PREFIX NS-SERVER RUNDIR-SERVER NS-CLIENT RUNDIR-CLIENT TIMEOUT STOP
 	local p=$1 nss=$2 rds=$3 nsc=$4 rdc=$5 tmo=$6 stop=$7
 	# Not through a shell function: $! is then /usr/bin/time itself (ip and env exec), whose
@@ -414,7 +435,8 @@ client_server() { # PREFIX NS-SERVER RUNDIR-SERVER NS-CLIENT RUNDIR-CLIENT TIMEO
 	ip netns exec "$nss" env UROCE_RUNDIR="$rds" /usr/bin/time -o "$p.srv.time" -f '%e %U %S %M' \
 		timeout -k 5 "$tmo" "${SERVER_CMD[@]}" >"$p.srv.out" 2>"$p.srv.err" &
 	SERVER=$!
-	if ! wait_listen "$nss" "$PORT" "$SERVER"; then
+	if { [ "$LISTEN_LINE" = 1 ] && ! wait_line "$p.srv.out" "$SERVER"; } ||
+		{ [ "$LISTEN_LINE" = 0 ] && ! wait_listen "$nss" "$PORT" "$SERVER"; }; then
 		echo "server did not listen on port $PORT" >>"$p.srv.err"
 		stop_server "$SERVER"
 		SST=$? CST=-1 SERVER=
@@ -478,15 +500,22 @@ except Exception:
     pass' "$p.cli.out")
 		;;
 	ceiling)
-		# RoCE-sized datagrams (BTH, payload of the path's RoCE MTU, ICRC) over UDP GSO/GRO
-		# with a CRC on each side and a copy on receive: uroce's data path without uroce.
-		local seg=4112
-		[ "$path" = mtu1500 ] && seg=1040
-		SERVER_CMD=("$CEILING" recv "$SRV" "$PORT" "$seg")
-		CLIENT_CMD=("$CEILING" send "$SRV" "$PORT" "$seg" $((DUR * 1000)))
-		LISTEN_UDP=1
+		# RoCE-sized packets (BTH, payload of the path's RoCE MTU, ICRC) with a CRC on each
+		# side and a copy on receive: uroce's data path without uroce. RoCE v2: datagrams over
+		# UDP GSO/GRO; RoCE v1: Ethernet frames over AF_PACKET, from b0 to a0's MAC.
+		local pay=4096
+		[ "$path" = mtu1500 ] && pay=1024
+		if [ "$tr" = udp ]; then
+			SERVER_CMD=("$CEILING" recv "$SRV" "$PORT" $((pay + 16)))
+			CLIENT_CMD=("$CEILING" send "$SRV" "$PORT" $((pay + 16)) $((DUR * 1000)))
+			LISTEN_UDP=1
+		else
+			SERVER_CMD=("$PKT_CEILING" recv "$IF_a" "$pay")
+			CLIENT_CMD=("$PKT_CEILING" send "$IF_b" "$MAC_a" "$pay" $((DUR * 1000)))
+			LISTEN_LINE=1
+		fi
 		client_server "$p" "$NSA" "$W" "$NSB" "$W" "$tmo" 0
-		LISTEN_UDP=0
+		LISTEN_UDP=0 LISTEN_LINE=0
 		vals=$(sed -nE 's/^received ([0-9.]+) Gbit\/s.*crc_bad 0,.*/\1 - -/p' "$p.srv.out")
 		;;
 	sockperf)

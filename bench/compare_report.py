@@ -125,27 +125,41 @@ def throughput_table(groups, out):
     out.append("")
 
 
+CEILINGS = {
+    "udp": ("UDP ceiling", "RoCE v2", "v2",
+            "bench/udp_ceiling: datagrams of a RoCE packet's size (the path's RoCE MTU of payload "
+            "between a 12-byte header and a 4-byte CRC) in 64 KiB GSO sends, received with GRO; "
+            "a CRC computed by the sender and checked by the receiver, and each payload copied "
+            "once more on receive: the work per byte of uroce's RoCE v2 data path, without RDMA."),
+    "packet": ("AF_PACKET ceiling", "RoCE v1", "v1",
+               "bench/afpacket_ceiling: Ethernet frames of a RoCE v1 packet's size (GRH, a 12-byte "
+               "header, the path's RoCE MTU of payload, a 4-byte CRC) through AF_PACKET, 64 per "
+               "sendmmsg and recvmmsg, the sender skipping the queueing layer; the same CRCs and "
+               "copy: the work per frame and per byte of uroce's RoCE v1 data path, without RDMA."),
+}
+
+
 def ceiling_table(groups, out):
-    paths = [p for p in PATHS if (p, "udp", "ceiling", 0, 1, "-") in groups]
-    if not paths:
+    kinds = [tr for tr in CEILINGS
+             if any((p, tr, "ceiling", 0, 1, "-") in groups for p in PATHS)]
+    if not kinds:
         return
-    out.append("### Ceiling: kernel UDP with GSO and GRO (Gbit/s of payload)\n")
-    out.append("bench/udp_ceiling: datagrams of a RoCE packet's size (the path's RoCE MTU of "
-               "payload between a 12-byte header and a 4-byte CRC) in 64 KiB GSO sends, received "
-               "with GRO; a CRC computed by the sender and checked by the receiver, and each "
-               "payload copied once more on receive: the work per byte of uroce's RoCE v2 data "
-               "path, without RDMA. Ratios: RoCE v2 ib_write_bw (64 KiB, 1 QP) and one iperf3 "
-               "stream (64 KiB writes) against it.\n")
-    out.append("| path | UDP ceiling | CPU | RoCE v2 write_bw / ceiling | TCP / ceiling |")
-    out.append("|---|---|---|---|---|")
-    for path in paths:
-        gc = groups[(path, "udp", "ceiling", 0, 1, "-")]
-        g2 = groups.get((path, "v2", "write_bw", 65536, 1, "-"))
-        gt = groups.get((path, "tcp", "iperf3", 65536, 1, "-"))
-        out.append("| %s | %s | %s | %s | %s |" % (
-            PATHS[path], value_cell(gc, ["v1"], 2), cpu_cell(gc), ratio_cell(g2, gc, "v1"),
-            ratio_cell(gt, gc, "v1")))
-    out.append("")
+    out.append("### Ceilings: the kernel's work alone (Gbit/s of payload)\n")
+    for tr in kinds:
+        name, roce, rtr, text = CEILINGS[tr]
+        paths = [p for p in PATHS if (p, tr, "ceiling", 0, 1, "-") in groups]
+        out.append(text + " Ratios: %s ib_write_bw (64 KiB, 1 QP) and one iperf3 stream "
+                   "(64 KiB writes) against it.\n" % roce)
+        out.append("| path | %s | CPU | %s write_bw / ceiling | TCP / ceiling |" % (name, roce))
+        out.append("|---|---|---|---|---|")
+        for path in paths:
+            gc = groups[(path, tr, "ceiling", 0, 1, "-")]
+            gr = groups.get((path, rtr, "write_bw", 65536, 1, "-"))
+            gt = groups.get((path, "tcp", "iperf3", 65536, 1, "-"))
+            out.append("| %s | %s | %s | %s | %s |" % (
+                PATHS[path], value_cell(gc, ["v1"], 2), cpu_cell(gc), ratio_cell(gr, gc, "v1"),
+                ratio_cell(gt, gc, "v1")))
+        out.append("")
 
 
 def latency_table(groups, out):
@@ -227,7 +241,7 @@ def failures(groups, out):
     out.append("| path | transport | case | failed | error |")
     out.append("|---|---|---|---|---|")
     for (path, tr, test, size, qps, mode), g in bad:
-        case = test if tr in ("tcp", "udp") else "ib_" + test
+        case = test if tr in ("tcp", "udp", "packet") else "ib_" + test
         if test != "ceiling":
             case += " %s" % sizes_label(size)
         if qps > 1:
@@ -264,10 +278,11 @@ def plot(groups, file):
             ax.plot([p[0] for p in pts], [p[1] for p in pts], color=colors[tr],
                     marker=markers.get(test, "x"), linestyle="--" if qps > 1 else "-",
                     label=label)
-        gc = groups.get((path, "udp", "ceiling", 0, 1, "-"))
-        if gc is not None and gc.ok:
-            ax.axhline(gc.median("v1"), color="gray", linestyle=":",
-                       label="UDP GSO/GRO ceiling (udp_ceiling)")
+        for tr, style, label in (("udp", ":", "UDP GSO/GRO ceiling (udp_ceiling)"),
+                                 ("packet", "-.", "AF_PACKET ceiling (afpacket_ceiling)")):
+            gc = groups.get((path, tr, "ceiling", 0, 1, "-"))
+            if gc is not None and gc.ok:
+                ax.axhline(gc.median("v1"), color="gray", linestyle=style, label=label)
         ax.set_xscale("log", base=2)
         ax.set_xlabel("message size (bytes)")
         ax.set_ylabel("Gbit/s")

@@ -88,23 +88,25 @@ plan() { # EXPECTED-LINES ARGS...
 	fi
 }
 # 3 reps x (3 paths x (3 bw x 2 sizes x 2 QP counts + 2 lat x 2 modes) x (RoCE v2 and v1),
-# 3 paths x (2 iperf3 + 2 sockperf + 1 UDP ceiling))
-plan 333
-plan 27 --quick
-plan 54 --quick -r 2
-plan 9 --quick --paths lo
+# 3 paths x (2 iperf3 + 2 sockperf + 1 UDP ceiling + 1 AF_PACKET ceiling))
+plan 342
+plan 30 --quick
+plan 60 --quick -r 2
+plan 10 --quick --paths lo
 plan 3 --transports udp --tests write_bw,send_lat -r 1
+plan 6 --transports udp,packet --tests read_bw -r 1
 bad --transports udp --tests send_lat "|" "nothing to run"
+bad --transports packet --tests send_lat "|" "nothing to run"
 plan 3 --quick --paths lo --transports v1
 plan 6 --quick --transports tcp
 plan 2 --tests=send_lat --transports=tcp --paths lo --modes busy,event -r 1
 plan 4 --paths mtu9000 --transports v1 --tests read_bw --sizes 4096,65536 --qps 1,8 -r 1
 run --list --quick
-if grep -qvE '^(perftest (mtu1500|mtu9000|lo) v[12] (write_bw 65536 [18] -|send_lat 8 1 busy)|iperf3 (mtu1500|mtu9000|lo) tcp iperf3 65536 1 -|sockperf (mtu1500|mtu9000|lo) tcp sockperf 14 1 busy|ceiling (mtu1500|mtu9000|lo) udp ceiling 0 1 -) 1$' "$T/out"; then
+if grep -qvE '^(perftest (mtu1500|mtu9000|lo) v[12] (write_bw 65536 [18] -|send_lat 8 1 busy)|iperf3 (mtu1500|mtu9000|lo) tcp iperf3 65536 1 -|sockperf (mtu1500|mtu9000|lo) tcp sockperf 14 1 busy|ceiling (mtu1500|mtu9000|lo) (udp|packet) ceiling 0 1 -) 1$' "$T/out"; then
 	fail "--quick: unexpected runs"
 	cat "$T/out" >&2
 else
-	ok "--quick: write_bw 64 KiB 1 and 8 QPs, send_lat busy-poll, iperf3, sockperf, UDP ceiling; one repetition"
+	ok "--quick: write_bw 64 KiB 1 and 8 QPs, send_lat busy-poll, iperf3, sockperf, both ceilings; one repetition"
 fi
 bad --transports tcp --tests write_bw --sizes 4096 --qps 1 --paths lo -r 1 --list --modes x "|" "--modes"
 

@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ceiling_args.h"
 #include "wire/bytes.h"
 #include "wire/icrc.h"
 
@@ -49,14 +50,6 @@
 #define RX_SLOTS 8
 #define RX_SLOT	 (64u << 10)
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static int usage(void)
 {
 	fputs("usage: udp_ceiling recv ADDR PORT SEG [--no-crc]\n"
@@ -64,19 +57,6 @@ static int usage(void)
 	      "SEG: datagram size, 17 to 8192 (a RoCE packet's: 1040 at MTU 1024, 4112 at 4096)\n",
 	      stderr);
 	return 2;
-}
-
-/* A decimal number in [lo, hi], or -1. */
-static long number(const char *s, long lo, long hi)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi)
-		return -1;
-	return v;
 }
 
 static int addr_of(const char *host, long port, struct sockaddr_in *a)
@@ -108,8 +88,8 @@ static int do_send(const struct sockaddr_in *dst, uint32_t seg, double secs, boo
 		nseg = MAX_SEGS;
 	for (uint32_t i = 0; i < SRC_SIZE; i++)
 		src[i] = (uint8_t)(i * 131u + 7u);
-	end = now_ns() + (uint64_t)(secs * 1e9);
-	while (now_ns() < end) {
+	end = ceiling_now_ns() + (uint64_t)(secs * 1e9);
+	while (ceiling_now_ns() < end) {
 		for (uint32_t k = 0; k < nseg; k++) {
 			uint8_t *p;
 
@@ -229,7 +209,7 @@ static int do_recv(const struct sockaddr_in *me, uint32_t seg, bool crc)
 				break;
 			}
 			if (!first)
-				first = now_ns();
+				first = ceiling_now_ns();
 			dgrams++;
 			if (gs != seg || len % seg) {
 				bad++; /* not what the sender sends */
@@ -252,7 +232,7 @@ static int do_recv(const struct sockaddr_in *me, uint32_t seg, bool crc)
 				bytes += pay;
 				segs++;
 			}
-			last = now_ns();
+			last = ceiling_now_ns();
 		}
 	}
 	double s = last > first ? (double)(last - first) / 1e9 : 0;
@@ -276,12 +256,12 @@ int main(int argc, char **argv)
 
 	if (argc < fixed || (!send && strcmp(argv[1], "recv")))
 		return usage();
-	port = number(argv[3], 1, 65535);
-	seg = number(argv[4], HDR + TRAILER + 1, 8192);
+	port = ceiling_number(argv[3], 1, 65535);
+	seg = ceiling_number(argv[4], HDR + TRAILER + 1, 8192);
 	if (port < 0 || seg < 0 || addr_of(argv[2], port, &a))
 		return usage();
 	if (send) {
-		long ms = number(argv[5], 1, 3600000);
+		long ms = ceiling_number(argv[5], 1, 3600000);
 
 		if (ms < 0)
 			return usage();
@@ -291,7 +271,7 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[i], "--no-crc"))
 			crc = false;
 		else if (send && !strcmp(argv[i], "--corrupt-every") && i + 1 < argc &&
-			 (corrupt = number(argv[i + 1], 1, 1000000)) > 0)
+			 (corrupt = ceiling_number(argv[i + 1], 1, 1000000)) > 0)
 			i++;
 		else
 			return usage();
