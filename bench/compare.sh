@@ -502,7 +502,7 @@ except Exception:
 	ceiling)
 		# RoCE-sized packets (BTH, payload of the path's RoCE MTU, ICRC) with a CRC on each
 		# side and a copy on receive: uroce's data path without uroce. RoCE v2: datagrams over
-		# UDP GSO/GRO; RoCE v1: Ethernet frames over AF_PACKET, from b0 to a0's MAC.
+		# UDP GSO/GRO; RoCE v1: Ethernet frames over AF_PACKET, to the server interface's MAC.
 		local pay=4096
 		[ "$path" = mtu1500 ] && pay=1024
 		if [ "$tr" = udp ]; then
