@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "ceiling_args.h"
+#include "host/os/mono_clock.h"
 #include "wire/bytes.h"
 #include "wire/hdr.h"
 #include "wire/icrc.h"
@@ -143,8 +144,8 @@ static int do_send(const char *ifname, const uint8_t dst[6], uint32_t pay, doubl
 		iov[k][2] = (struct iovec){trl[k], TRAILER};
 		mm[k].msg_hdr = (struct msghdr){.msg_iov = iov[k], .msg_iovlen = 3};
 	}
-	end = ceiling_now_ns() + (uint64_t)(secs * 1e9);
-	while (ceiling_now_ns() < end) {
+	end = uroce_mono_ns() + (uint64_t)(secs * 1e9);
+	while (uroce_mono_ns() < end) {
 		for (int k = 0; k < BATCH; k++) {
 			uint8_t *h = head[k] + ETH + GRH, *p;
 
@@ -233,8 +234,8 @@ static int do_recv(const char *ifname, uint32_t pay, bool crc)
 				break;
 			}
 			if (!first)
-				first = ceiling_now_ns();
-			last = ceiling_now_ns();
+				first = uroce_mono_ns();
+			last = uroce_mono_ns();
 			if (len != flen) {
 				bad++; /* not what the sender sends */
 				continue;
@@ -279,15 +280,8 @@ int main(int argc, char **argv)
 	pay = ceiling_number(argv[a++], 1, MAX_PAY);
 	if (pay < 0 || (send && (ms = ceiling_number(argv[a], 1, 3600000)) < 0))
 		return usage();
-	for (int i = fixed; i < argc; i++) {
-		if (!strcmp(argv[i], "--no-crc"))
-			crc = false;
-		else if (send && !strcmp(argv[i], "--corrupt-every") && i + 1 < argc &&
-			 (corrupt = ceiling_number(argv[i + 1], 1, 1000000)) > 0)
-			i++;
-		else
-			return usage();
-	}
+	if (ceiling_options(argc, argv, fixed, send, &crc, &corrupt))
+		return usage();
 	if (send)
 		return do_send(argv[2], dst, (uint32_t)pay, (double)ms / 1000, crc, corrupt);
 	return do_recv(argv[2], (uint32_t)pay, crc);

@@ -1,22 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* What the ceiling tools (udp_ceiling.c, afpacket_ceiling.c) share: a clock and argument parsing.
- */
+/* What the ceiling tools (udp_ceiling.c, afpacket_ceiling.c) share: their argument parsing. */
 #ifndef UROCE_BENCH_CEILING_ARGS_H
 #define UROCE_BENCH_CEILING_ARGS_H
 
 #include <errno.h>
-#include <stdint.h>
+#include <stdbool.h>
 #include <stdlib.h>
-#include <time.h>
-
-/* CLOCK_MONOTONIC in ns. */
-static inline uint64_t ceiling_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+#include <string.h>
 
 /* A decimal number in [lo, hi], or -1. */
 static inline long ceiling_number(const char *s, long lo, long hi)
@@ -29,6 +19,25 @@ static inline long ceiling_number(const char *s, long lo, long hi)
 	if (errno || end == s || *end || v < lo || v > hi)
 		return -1;
 	return v;
+}
+
+/*
+ * The options after the fixed arguments, argv[first..argc-1]: --no-crc clears *crc; a sender's
+ * --corrupt-every N (1 to 1000000) sets *corrupt. Returns 0, or -1 for anything else.
+ */
+static inline int ceiling_options(int argc, char **argv, int first, bool send, bool *crc,
+				  long *corrupt)
+{
+	for (int i = first; i < argc; i++) {
+		if (!strcmp(argv[i], "--no-crc"))
+			*crc = false;
+		else if (send && !strcmp(argv[i], "--corrupt-every") && i + 1 < argc &&
+			 (*corrupt = ceiling_number(argv[i + 1], 1, 1000000)) > 0)
+			i++;
+		else
+			return -1;
+	}
+	return 0;
 }
 
 #endif

@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "ceiling_args.h"
+#include "host/os/mono_clock.h"
 #include "wire/bytes.h"
 #include "wire/icrc.h"
 
@@ -88,8 +89,8 @@ static int do_send(const struct sockaddr_in *dst, uint32_t seg, double secs, boo
 		nseg = MAX_SEGS;
 	for (uint32_t i = 0; i < SRC_SIZE; i++)
 		src[i] = (uint8_t)(i * 131u + 7u);
-	end = ceiling_now_ns() + (uint64_t)(secs * 1e9);
-	while (ceiling_now_ns() < end) {
+	end = uroce_mono_ns() + (uint64_t)(secs * 1e9);
+	while (uroce_mono_ns() < end) {
 		for (uint32_t k = 0; k < nseg; k++) {
 			uint8_t *p;
 
@@ -209,7 +210,7 @@ static int do_recv(const struct sockaddr_in *me, uint32_t seg, bool crc)
 				break;
 			}
 			if (!first)
-				first = ceiling_now_ns();
+				first = uroce_mono_ns();
 			dgrams++;
 			if (gs != seg || len % seg) {
 				bad++; /* not what the sender sends */
@@ -232,7 +233,7 @@ static int do_recv(const struct sockaddr_in *me, uint32_t seg, bool crc)
 				bytes += pay;
 				segs++;
 			}
-			last = ceiling_now_ns();
+			last = uroce_mono_ns();
 		}
 	}
 	double s = last > first ? (double)(last - first) / 1e9 : 0;
@@ -267,15 +268,8 @@ int main(int argc, char **argv)
 			return usage();
 		secs = (double)ms / 1000;
 	}
-	for (int i = fixed; i < argc; i++) {
-		if (!strcmp(argv[i], "--no-crc"))
-			crc = false;
-		else if (send && !strcmp(argv[i], "--corrupt-every") && i + 1 < argc &&
-			 (corrupt = ceiling_number(argv[i + 1], 1, 1000000)) > 0)
-			i++;
-		else
-			return usage();
-	}
+	if (ceiling_options(argc, argv, fixed, send, &crc, &corrupt))
+		return usage();
 	if (send)
 		return do_send(&a, (uint32_t)seg, secs, crc, corrupt);
 	return do_recv(&a, (uint32_t)seg, crc);
