@@ -225,6 +225,8 @@ static int do_recv(const char *ifname, uint32_t pay, bool crc)
 			perror("afpacket_ceiling: recvmmsg");
 			break;
 		}
+		uint64_t now = uroce_mono_ns(); /* one clock read per batch */
+
 		for (int i = 0; i < n; i++) {
 			const uint8_t *f = slot[i], *h = f + ETH + GRH;
 			uint32_t len = mm[i].msg_len;
@@ -234,8 +236,8 @@ static int do_recv(const char *ifname, uint32_t pay, bool crc)
 				break;
 			}
 			if (!first)
-				first = uroce_mono_ns();
-			last = uroce_mono_ns();
+				first = now;
+			last = now;
 			if (len != flen) {
 				bad++; /* not what the sender sends */
 				continue;

@@ -389,16 +389,9 @@ wait_listen() { # NS PORT SERVER-PID: bounded poll (20 s) for a TCP listener (LI
 	return 1
 }
 
-# A server without a port (afpacket_ceiling) says "listening": bounded poll (20 s) of its output.
-wait_line() { # FILE SERVER-PID
-	local _
-	for _ in $(seq 400); do
-		grep -q '^listening' "$1" 2>/dev/null && return 0
-		kill -0 "$2" 2>/dev/null || return 1
-		sleep 0.05
-	done
-	return 1
-}
+# A server without a port (afpacket_ceiling) says "listening": wait_listening polls its output.
+# shellcheck source-path=SCRIPTDIR source=wait_listening.sh
+. "$HERE/wait_listening.sh"
 
 # From /usr/bin/time -f '%e %U %S %M' (its last line): "CPU% RSS-KiB".
 cpu_rss() { # FILE
@@ -435,8 +428,9 @@ client_server() { # PREFIX NS-SERVER RUNDIR-SERVER NS-CLIENT RUNDIR-CLIENT TIMEO
 	ip netns exec "$nss" env UROCE_RUNDIR="$rds" /usr/bin/time -o "$p.srv.time" -f '%e %U %S %M' \
 		timeout -k 5 "$tmo" "${SERVER_CMD[@]}" >"$p.srv.out" 2>"$p.srv.err" &
 	SERVER=$!
-	if { [ "$LISTEN_LINE" = 1 ] && ! wait_line "$p.srv.out" "$SERVER"; } ||
-		{ [ "$LISTEN_LINE" = 0 ] && ! wait_listen "$nss" "$PORT" "$SERVER"; }; then
+	local ready=(wait_listen "$nss" "$PORT" "$SERVER")
+	[ "$LISTEN_LINE" = 1 ] && ready=(wait_listening "$p.srv.out" "$SERVER" 400 0.05)
+	if ! "${ready[@]}"; then
 		echo "server did not listen on port $PORT" >>"$p.srv.err"
 		stop_server "$SERVER"
 		SST=$? CST=-1 SERVER=

@@ -10,6 +10,8 @@
 set -u -o pipefail
 
 BIN=$1
+# shellcheck source-path=SCRIPTDIR source=wait_listening.sh
+. "$(dirname "$0")/wait_listening.sh"
 [ "$(id -u)" -eq 0 ] || { echo "skip: needs root"; exit 77; }
 NS=uroce-afc-$$
 T=$(mktemp -d "${TMPDIR:-/tmp}/uroce-afpacket-ceiling.XXXXXX") || exit 1
@@ -36,12 +38,7 @@ run() {
 	ip netns exec "$NS" "$BIN" recv lo "$pay" >"$T/$name.rx" 2>&1 &
 	local rx=$!
 	pids+=("$rx")
-	for _ in $(seq 200); do
-		grep -q listening "$T/$name.rx" && break
-		kill -0 "$rx" 2>/dev/null || break
-		sleep 0.01
-	done
-	if ! grep -q listening "$T/$name.rx"; then
+	if ! wait_listening "$T/$name.rx" "$rx" 200 0.01; then
 		fail "$name: receiver did not start: $(cat "$T/$name.rx")"
 		return
 	fi

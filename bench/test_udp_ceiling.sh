@@ -8,6 +8,8 @@
 set -u -o pipefail
 
 BIN=$1
+# shellcheck source-path=SCRIPTDIR source=wait_listening.sh
+. "$(dirname "$0")/wait_listening.sh"
 T=$(mktemp -d "${TMPDIR:-/tmp}/uroce-udp-ceiling.XXXXXX") || exit 1
 pids=()
 cleanup() {
@@ -29,12 +31,7 @@ run() {
 	"$BIN" recv 127.0.0.1 "$port" "$seg" >"$T/$name.rx" 2>&1 &
 	local rx=$!
 	pids+=("$rx")
-	for _ in $(seq 200); do
-		grep -q listening "$T/$name.rx" && break
-		kill -0 "$rx" 2>/dev/null || break
-		sleep 0.01
-	done
-	if ! grep -q listening "$T/$name.rx"; then
+	if ! wait_listening "$T/$name.rx" "$rx" 200 0.01; then
 		fail "$name: receiver did not start: $(cat "$T/$name.rx")"
 		return
 	fi
