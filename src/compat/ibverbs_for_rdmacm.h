@@ -9,6 +9,7 @@
 #define UROCE_COMPAT_IBVERBS_FOR_RDMACM_H
 
 #include <infiniband/verbs.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /*
@@ -28,5 +29,8 @@ uint32_t uroce_ibv_slot(struct ibv_context *ctx);
 /* host/ctx.h uroce_ctx_count_cm: add the CM's counts since the last call (delta[k] for
  * host/config/cm_counters.h counter k) to the device's counter file. Any thread. */
 void uroce_ibv_count_cm(struct ibv_context *ctx, const uint64_t *delta);
+
+/* host/ctx.h uroce_ctx_lockable_at_exit: may librdmacm's exit handler use the context? */
+bool uroce_ibv_lockable_at_exit(struct ibv_context *ctx);
 
 #endif

@@ -29,6 +29,7 @@
 #include "host/io/udp.h"
 #include "host/io/wrap_env.h"
 #include "host/mem_guard.h"
+#include "host/os/exit_lock.h"
 #include "host/os/mono_clock.h"
 #include "host/os/neigh.h"
 #include "host/os/nocancel.h"
@@ -1203,10 +1204,15 @@ static void release_io(struct uroce_ctx *c)
  */
 static void __attribute__((destructor)) leave_at_exit(void)
 {
-	pthread_mutex_lock(&open_lock);
+	/* exit() from a signal handler may have interrupted a thread holding one of these locks
+	 * (host/os/exit_lock.h): what it guards is left to the kernel. */
+	if (!uroce_exit_lock(&open_lock))
+		return;
 	for (struct uroce_ctx *c = open_ctxs; c; c = c->next_open) {
 		if (c->prog.started && pthread_equal(c->prog.thread, pthread_self()))
 			continue; /* exit() called from a callback on the progress thread */
+		if (!uroce_ctx_lockable_at_exit(c))
+			continue; /* its progress thread may be waiting for the lock: not joined */
 		stop_progress(c);
 		pthread_mutex_lock(&c->lock);
 		release_io(c);
@@ -1249,6 +1255,14 @@ void uroce_ctx_lock(struct uroce_ctx *c)
 	atomic_fetch_add_explicit(&c->lock_waiters, 1, memory_order_relaxed);
 	pthread_mutex_lock(&c->lock);
 	atomic_fetch_sub_explicit(&c->lock_waiters, 1, memory_order_relaxed);
+}
+
+bool uroce_ctx_lockable_at_exit(struct uroce_ctx *c)
+{
+	if (!uroce_exit_lock(&c->lock))
+		return false;
+	pthread_mutex_unlock(&c->lock);
+	return true;
 }
 
 void uroce_ctx_unlock(struct uroce_ctx *c)

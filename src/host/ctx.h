@@ -98,6 +98,13 @@ void uroce_ctx_close(struct uroce_ctx *c);
 
 void uroce_ctx_lock(struct uroce_ctx *c);
 void uroce_ctx_unlock(struct uroce_ctx *c);
+/*
+ * For an exit handler about to use c (librdmacm's, sending the CM's last messages): whether c's
+ * lock comes within UROCE_EXIT_LOCK_NS (host/os/exit_lock.h); taken and released again. False
+ * when a thread (this one included, interrupted by the signal whose handler calls exit) holds
+ * it: then c must be left alone.
+ */
+bool uroce_ctx_lockable_at_exit(struct uroce_ctx *c);
 /* Wake the progress thread (after posting work). Lock not needed. */
 void uroce_ctx_kick(struct uroce_ctx *c);
 

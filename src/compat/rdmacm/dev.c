@@ -24,6 +24,7 @@
 #include "host/config/device.h"
 #include "host/config/gid.h"
 #include "host/config/rundir.h"
+#include "host/os/exit_lock.h"
 #include "host/os/mono_clock.h"
 #include "wire/mad.h"
 
@@ -189,6 +190,8 @@ static int ibcm_send(void *arg, const struct uroce_ibcm_addr *to, const uint8_t 
 	unsigned slot;
 	int err;
 
+	if (!d->gsi_ready)
+		return -ENETDOWN; /* its context is left alone at exit (cma_at_exit) */
 	poll_dev(d); /* reclaim finished sends */
 	for (slot = 0; slot < UROCE_CMA_SENDS && d->send_ah[slot]; slot++)
 		;
@@ -262,13 +265,22 @@ static void cm_stats_flush(struct cma_dev *d)
 		uroce_ibv_count_cm(d->verbs, delta);
 }
 
-/* At exit: what the kernel would do for a process's connections (DREQ for the established
- * ones), sent before the process is gone. */
+/*
+ * At exit: what the kernel would do for a process's connections (DREQ for the established
+ * ones), sent before the process is gone. exit() from a signal handler may have interrupted a
+ * thread inside cma_lock or a device's context (host/os/exit_lock.h): then nothing is sent
+ * (without the lock), or nothing through that device; the wills send the DREQs once the
+ * process is gone.
+ */
 static void __attribute__((destructor)) cma_at_exit(void)
 {
 	if (!g.ndev || getpid() != g.pid)
 		return; /* nothing opened, or a forked child: the connections are the parent's */
-	pthread_mutex_lock(&cma_lock);
+	if (!uroce_exit_lock(&cma_lock))
+		return;
+	for (int i = 0; i < g.ndev; i++)
+		if (g.devs[i].gsi_ready && !uroce_ibv_lockable_at_exit(g.devs[i].verbs))
+			g.devs[i].gsi_ready = false; /* no more MADs through it (ibcm_send) */
 	cma_close_all();
 	for (int i = 0; i < g.ndev; i++) {
 		if (g.devs[i].gsi_ready) {
