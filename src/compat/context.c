@@ -372,7 +372,7 @@ void uroce_ibv_count_cm(struct ibv_context *c, const uint64_t *delta)
 	uroce_ctx_count_cm(compat_uc(c), delta);
 }
 
-bool uroce_ibv_lockable_at_exit(struct ibv_context *c)
+bool uroce_ibv_lockable_at_exit(void)
 {
-	return uroce_ctx_lockable_at_exit(compat_uc(c));
+	return uroce_ctxs_lockable_at_exit();
 }

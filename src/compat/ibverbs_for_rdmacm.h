@@ -30,7 +30,7 @@ uint32_t uroce_ibv_slot(struct ibv_context *ctx);
  * host/config/cm_counters.h counter k) to the device's counter file. Any thread. */
 void uroce_ibv_count_cm(struct ibv_context *ctx, const uint64_t *delta);
 
-/* host/ctx.h uroce_ctx_lockable_at_exit: may librdmacm's exit handler use the context? */
-bool uroce_ibv_lockable_at_exit(struct ibv_context *ctx);
+/* host/ctx.h uroce_ctxs_lockable_at_exit: may librdmacm's exit handler use the devices? */
+bool uroce_ibv_lockable_at_exit(void);
 
 #endif

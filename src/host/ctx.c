@@ -1202,17 +1202,47 @@ static void release_io(struct uroce_ctx *c)
  * on it while the process exits: they find no I/O). librdmacm's exit handler, which sends the
  * CM's last messages through these contexts, runs before this one.
  */
+static bool on_own_progress_thread(const struct uroce_ctx *c)
+{
+	return c->prog.started && pthread_equal(c->prog.thread, pthread_self());
+}
+
+/* uroce_ctxs_lockable_at_exit, open_lock held. */
+static bool all_lockable_at_exit(void)
+{
+	for (struct uroce_ctx *c = open_ctxs; c; c = c->next_open) {
+		if (on_own_progress_thread(c))
+			continue;
+		if (!uroce_exit_lock(&c->lock))
+			return false;
+		pthread_mutex_unlock(&c->lock);
+	}
+	return true;
+}
+
+bool uroce_ctxs_lockable_at_exit(void)
+{
+	if (!uroce_exit_lock(&open_lock))
+		return false;
+	bool ok = all_lockable_at_exit();
+
+	pthread_mutex_unlock(&open_lock);
+	return ok;
+}
+
 static void __attribute__((destructor)) leave_at_exit(void)
 {
-	/* exit() from a signal handler may have interrupted a thread holding one of these locks
-	 * (host/os/exit_lock.h): what it guards is left to the kernel. */
+	/* exit() from a signal handler may have interrupted a thread inside a context's lock
+	 * (uroce_ctxs_lockable_at_exit): then the kernel closes everything. */
 	if (!uroce_exit_lock(&open_lock))
 		return;
+	if (!all_lockable_at_exit()) {
+		pthread_mutex_unlock(&open_lock);
+		return;
+	}
 	for (struct uroce_ctx *c = open_ctxs; c; c = c->next_open) {
-		if (c->prog.started && pthread_equal(c->prog.thread, pthread_self()))
+		if (on_own_progress_thread(c))
 			continue; /* exit() called from a callback on the progress thread */
-		if (!uroce_ctx_lockable_at_exit(c))
-			continue; /* its progress thread may be waiting for the lock: not joined */
 		stop_progress(c);
 		pthread_mutex_lock(&c->lock);
 		release_io(c);
@@ -1255,14 +1285,6 @@ void uroce_ctx_lock(struct uroce_ctx *c)
 	atomic_fetch_add_explicit(&c->lock_waiters, 1, memory_order_relaxed);
 	pthread_mutex_lock(&c->lock);
 	atomic_fetch_sub_explicit(&c->lock_waiters, 1, memory_order_relaxed);
-}
-
-bool uroce_ctx_lockable_at_exit(struct uroce_ctx *c)
-{
-	if (!uroce_exit_lock(&c->lock))
-		return false;
-	pthread_mutex_unlock(&c->lock);
-	return true;
 }
 
 void uroce_ctx_unlock(struct uroce_ctx *c)

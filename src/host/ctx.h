@@ -99,12 +99,15 @@ void uroce_ctx_close(struct uroce_ctx *c);
 void uroce_ctx_lock(struct uroce_ctx *c);
 void uroce_ctx_unlock(struct uroce_ctx *c);
 /*
- * For an exit handler about to use c (librdmacm's, sending the CM's last messages): whether c's
- * lock comes within UROCE_EXIT_LOCK_NS (host/os/exit_lock.h); taken and released again. False
- * when a thread (this one included, interrupted by the signal whose handler calls exit) holds
- * it: then c must be left alone.
+ * For the libraries' exit handlers (librdmacm's, sending the CM's last messages; this library's,
+ * leaving the share groups): whether every open context's lock comes within UROCE_EXIT_LOCK_NS
+ * (host/os/exit_lock.h), each taken and released again. False when a thread holds one (this one
+ * included, interrupted by the signal whose handler calls exit()): it may also hold what the
+ * contexts share (a share group's file lock, the capture file), so the handler then leaves them
+ * all to the kernel. A context whose progress thread is the caller is not looked at (exit()
+ * from a callback there).
  */
-bool uroce_ctx_lockable_at_exit(struct uroce_ctx *c);
+bool uroce_ctxs_lockable_at_exit(void);
 /* Wake the progress thread (after posting work). Lock not needed. */
 void uroce_ctx_kick(struct uroce_ctx *c);
 

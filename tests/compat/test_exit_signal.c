@@ -4,11 +4,13 @@
  * does) ends when the signal interrupts it inside uroce's locks: the libraries' exit handlers
  * do not wait for a lock the interrupted thread holds (host/os/exit_lock.h).
  *
- * Scenario, ROUNDS times for each of two loops, each in a child process:
+ * Scenario, ROUNDS times for each of three loops, each in a child process:
  * - verbs: busy-polling an empty CQ of the device (each poll a progress round under the
  *   context's lock, most of its time in the receive call);
  * - cm: polling a non-blocking rdma_cm event channel, with an id listening on the device's
  *   address, as libfabric's rxm does between messages (librdmacm's lock, the CM's context);
+ * - cm and verbs: the listening id, and the CQ busy-polled (the CM's exit handler must not wait
+ *   for the program's context either);
  * the parent sends SIGTERM once the child is in its loop, after a delay that varies with the
  * round, and the child must end, with its handler's status, within END_MS.
  * The device is argv[1] (default uroce_lo) with IPv4 address argv[2] (default 127.0.0.1).
@@ -66,12 +68,12 @@ static void verbs_loop(int ready)
 		(void)ibv_poll_cq(cq, 1, &wc);
 }
 
-static void cm_loop(int ready)
+/* A non-blocking event channel with an id listening on the device's address. */
+static struct rdma_event_channel *cm_listen(void)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
 	struct rdma_cm_id *id = NULL;
 	struct sockaddr_in a = {.sin_family = AF_INET};
-	struct rdma_cm_event *ev;
 
 	if (!ch || rdma_create_id(ch, &id, NULL, RDMA_PS_TCP))
 		_exit(12);
@@ -80,11 +82,26 @@ static void cm_loop(int ready)
 		_exit(13);
 	if (fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK))
 		_exit(14);
+	return ch;
+}
+
+static void cm_loop(int ready)
+{
+	struct rdma_event_channel *ch = cm_listen();
+	struct rdma_cm_event *ev;
+
 	if (write(ready, "c", 1) != 1)
 		_exit(11);
 	for (;;)
 		if (rdma_get_cm_event(ch, &ev) == 0)
 			rdma_ack_cm_event(ev);
+}
+
+/* Both, as rxm: the CM's device opened, the program's own CQ busy-polled. */
+static void both_loop(int ready)
+{
+	(void)cm_listen();
+	verbs_loop(ready);
 }
 
 /* Run one child in loop, SIGTERM it delay_us after it is ready; 0 when it ended as it should. */
@@ -147,6 +164,7 @@ int main(int argc, char **argv)
 
 		CHECK_EQ(one_round(verbs_loop, delay, "verbs"), 0);
 		CHECK_EQ(one_round(cm_loop, delay, "cm"), 0);
+		CHECK_EQ(one_round(both_loop, delay, "cm and verbs"), 0);
 	}
 	return check_exit_with("exit_signal", verbs_kit_checks);
 }

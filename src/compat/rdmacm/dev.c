@@ -190,8 +190,6 @@ static int ibcm_send(void *arg, const struct uroce_ibcm_addr *to, const uint8_t 
 	unsigned slot;
 	int err;
 
-	if (!d->gsi_ready)
-		return -ENETDOWN; /* its context is left alone at exit (cma_at_exit) */
 	poll_dev(d); /* reclaim finished sends */
 	for (slot = 0; slot < UROCE_CMA_SENDS && d->send_ah[slot]; slot++)
 		;
@@ -268,9 +266,9 @@ static void cm_stats_flush(struct cma_dev *d)
 /*
  * At exit: what the kernel would do for a process's connections (DREQ for the established
  * ones), sent before the process is gone. exit() from a signal handler may have interrupted a
- * thread inside cma_lock or a device's context (host/os/exit_lock.h): then nothing is sent
- * (without the lock), or nothing through that device; the wills send the DREQs once the
- * process is gone.
+ * thread inside cma_lock or a context's lock (host/os/exit_lock.h,
+ * uroce_ctxs_lockable_at_exit): then nothing is sent; the wills send the DREQs once the process
+ * is gone.
  */
 static void __attribute__((destructor)) cma_at_exit(void)
 {
@@ -278,9 +276,10 @@ static void __attribute__((destructor)) cma_at_exit(void)
 		return; /* nothing opened, or a forked child: the connections are the parent's */
 	if (!uroce_exit_lock(&cma_lock))
 		return;
-	for (int i = 0; i < g.ndev; i++)
-		if (g.devs[i].gsi_ready && !uroce_ibv_lockable_at_exit(g.devs[i].verbs))
-			g.devs[i].gsi_ready = false; /* no more MADs through it (ibcm_send) */
+	if (!uroce_ibv_lockable_at_exit()) {
+		pthread_mutex_unlock(&cma_lock);
+		return;
+	}
 	cma_close_all();
 	for (int i = 0; i < g.ndev; i++) {
 		if (g.devs[i].gsi_ready) {
