@@ -1193,15 +1193,6 @@ static void release_io(struct uroce_ctx *c)
 	c->slot = -1;
 }
 
-/*
- * At exit, every context still open leaves its share groups, as a close would: the kernel's
- * closing of a dead process's sockets moves other members' sockets in an order the survivors
- * can only guess when several die together (io/share_group.h), while a leave keeps the group's
- * order known. Programs rarely close their devices before they exit, and librdmacm's CM never
- * does. The context stays in memory as an orphan (threads of the program may still call verbs
- * on it while the process exits: they find no I/O). librdmacm's exit handler, which sends the
- * CM's last messages through these contexts, runs before this one.
- */
 static bool on_own_progress_thread(const struct uroce_ctx *c)
 {
 	return c->prog.started && pthread_equal(c->prog.thread, pthread_self());
@@ -1230,6 +1221,15 @@ bool uroce_ctxs_lockable_at_exit(void)
 	return ok;
 }
 
+/*
+ * At exit, every context still open leaves its share groups, as a close would: the kernel's
+ * closing of a dead process's sockets moves other members' sockets in an order the survivors
+ * can only guess when several die together (io/share_group.h), while a leave keeps the group's
+ * order known. Programs rarely close their devices before they exit, and librdmacm's CM never
+ * does. The context stays in memory as an orphan (threads of the program may still call verbs
+ * on it while the process exits: they find no I/O). librdmacm's exit handler, which sends the
+ * CM's last messages through these contexts, runs before this one.
+ */
 static void __attribute__((destructor)) leave_at_exit(void)
 {
 	/* exit() from a signal handler may have interrupted a thread inside a context's lock
