@@ -14,19 +14,17 @@
 #include <stdbool.h>
 #include <time.h>
 
-#define UROCE_EXIT_LOCK_NS 100000000L /* 100 ms */
+#include "host/os/mono_clock.h"
+
+#define UROCE_EXIT_LOCK_NS 100000000ull /* 100 ms */
 
 /* Lock m if it comes within UROCE_EXIT_LOCK_NS; false (not locked) if not. */
 static inline bool uroce_exit_lock(pthread_mutex_t *m)
 {
-	struct timespec t;
+	uint64_t end = uroce_mono_ns() + UROCE_EXIT_LOCK_NS;
+	struct timespec t = {.tv_sec = (time_t)(end / 1000000000u),
+			     .tv_nsec = (long)(end % 1000000000u)};
 
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	t.tv_nsec += UROCE_EXIT_LOCK_NS;
-	if (t.tv_nsec >= 1000000000L) {
-		t.tv_sec++;
-		t.tv_nsec -= 1000000000L;
-	}
 	return pthread_mutex_clocklock(m, CLOCK_MONOTONIC, &t) == 0;
 }
 
