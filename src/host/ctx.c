@@ -21,6 +21,7 @@
 #include "host/ctx.h"
 #include "host/io/afpacket.h"
 #include "host/io/backend.h"
+#include "host/io/locked_file.h"
 #include "host/io/pcap_sink.h"
 #include "host/io/share_group.h"
 #include "host/io/share_members.h"
@@ -1208,7 +1209,9 @@ static bool all_lockable_at_exit(void)
 			return false;
 		pthread_mutex_unlock(&c->lock);
 	}
-	return true;
+	/* A device's open joins its share groups under their file locks before the context
+	 * exists: a thread interrupted there holds one outside every context's lock. */
+	return uroce_locked_files_released_by(uroce_mono_ns() + UROCE_EXIT_LOCK_NS);
 }
 
 bool uroce_ctxs_lockable_at_exit(void)

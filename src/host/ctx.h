@@ -104,8 +104,10 @@ void uroce_ctx_unlock(struct uroce_ctx *c);
  * (host/os/exit_lock.h), each taken and released again. False when a thread holds one (this one
  * included, interrupted by the signal whose handler calls exit()): it may also hold what the
  * contexts share (a share group's file lock, the capture file), so the handler then leaves them
- * all to the kernel. A context whose progress thread is the caller is not looked at (exit()
- * from a callback there).
+ * all to the kernel. Also false when a share group's file lock is still held after as long
+ * (io/locked_file.h: a thread interrupted inside a device's open, before its context exists).
+ * A context whose progress thread is the caller is not looked at (exit() from a callback
+ * there).
  */
 bool uroce_ctxs_lockable_at_exit(void);
 /* Wake the progress thread (after posting work). Lock not needed. */

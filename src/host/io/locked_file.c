@@ -2,12 +2,17 @@
 /* Files read and rewritten in place under an flock (locked_file.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "host/io/locked_file.h"
+#include "host/os/mono_clock.h"
+
+static atomic_int held; /* locked files open in this process */
 
 int uroce_locked_file_open(const char *path, int op, bool create)
 {
@@ -24,8 +29,10 @@ int uroce_locked_file_open(const char *path, int op, bool create)
 			return r;
 		}
 		if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino &&
-		    a.st_dev == b.st_dev)
+		    a.st_dev == b.st_dev) {
+			atomic_fetch_add(&held, 1);
 			return fd;
+		}
 		close(fd);
 	}
 	return -EAGAIN;
@@ -35,6 +42,18 @@ void uroce_locked_file_close(int fd)
 {
 	flock(fd, LOCK_UN);
 	close(fd);
+	atomic_fetch_sub(&held, 1);
+}
+
+bool uroce_locked_files_released_by(uint64_t deadline_ns)
+{
+	/* Another thread's join or leave ends within milliseconds; an interrupted one never. */
+	while (atomic_load(&held) > 0) {
+		if (uroce_mono_ns() >= deadline_ns)
+			return false;
+		sched_yield();
+	}
+	return true;
 }
 
 int uroce_locked_file_read(int fd, char *buf, size_t cap)

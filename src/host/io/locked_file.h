@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /*
  * Open path and flock it (op: LOCK_EX or LOCK_SH). A file unlinked by its last user between our
@@ -26,5 +27,13 @@ int uroce_locked_file_read(int fd, char *buf, size_t cap);
 
 /* Replace the whole file by buf[0..len). Returns 0 or the errno of truncating or writing. */
 int uroce_locked_file_write(int fd, const char *buf, size_t len);
+
+/*
+ * For the exit handlers: true once no thread of this process holds a locked file (none opened
+ * and not yet closed), false if one is still held at deadline_ns (host/os/mono_clock.h), as by
+ * a thread that a signal interrupted inside a join (its exit() then runs the handlers): taking
+ * that file's lock again, on another descriptor, would wait forever.
+ */
+bool uroce_locked_files_released_by(uint64_t deadline_ns);
 
 #endif
