@@ -17,19 +17,18 @@
  * Exit 77 (skip) when the device does not exist or cannot be opened here.
  */
 #include <infiniband/verbs.h>
-#include <poll.h>
 #include <rdma/rdma_cma.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "../child_end.h"
 #include "verbs_kit.h"
 
 #define ROUNDS	   12
@@ -131,19 +130,13 @@ static int one_round(void (*loop)(int), unsigned delay_us, const char *what)
 		;
 	kill(pid, SIGTERM);
 
-	int pfd = (int)syscall(SYS_pidfd_open, pid, 0), st = 0;
-	struct pollfd w = {.fd = pfd, .events = POLLIN};
-	int r = pfd >= 0 ? poll(&w, 1, END_MS) : -1;
+	int st = 0;
 
-	if (r != 1) {
-		fprintf(stderr, "%s: the child did not end within %d ms of SIGTERM\n", what, END_MS);
-		kill(pid, SIGKILL);
-	}
-	waitpid(pid, &st, 0);
-	if (pfd >= 0)
-		close(pfd);
-	if (r != 1)
+	if (child_end(pid, END_MS, &st)) {
+		fprintf(stderr, "%s: the child did not end within %d ms of SIGTERM\n", what,
+			END_MS);
 		return -1;
+	}
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != HANDLER_ST) {
 		fprintf(stderr, "%s: the child ended with status 0x%x\n", what, st);
 		return -1;

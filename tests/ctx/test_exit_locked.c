@@ -13,17 +13,16 @@
  *   and its line stays in the file (the kernel closed its socket; the next member prunes it).
  * Run with UROCE_RUNDIR set to an empty directory and UROCE_PORT.
  */
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <unistd.h>
 
 #include "../check.h"
+#include "../child_end.h"
 #include "host/config/rundir.h"
 #include "host/ctx.h"
 #include "host/io/locked_file.h"
@@ -55,20 +54,13 @@ static int run_child(bool hold)
 		child(hold);
 	if (pid < 0)
 		return -1;
-	int pfd = (int)syscall(SYS_pidfd_open, pid, 0), st = 0;
-	struct pollfd w = {.fd = pfd, .events = POLLIN};
-	int r = pfd >= 0 ? poll(&w, 1, END_MS) : -1;
+	int st = 0;
 
-	if (r != 1) {
+	if (child_end(pid, END_MS, &st)) {
 		fprintf(stderr, "the child (%s) did not end within %d ms\n",
 			hold ? "held" : "leaves", END_MS);
-		kill(pid, SIGKILL);
-	}
-	waitpid(pid, &st, 0);
-	if (pfd >= 0)
-		close(pfd);
-	if (r != 1)
 		return -1;
+	}
 	CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == CHILD_ST, "child status 0x%x", st);
 	return 0;
 }
