@@ -867,6 +867,7 @@ static void fork_child(void)
 		pthread_mutex_unlock(&c->lock);
 	}
 	open_ctxs = NULL;
+	uroce_locked_files_forget(); /* a join another thread was in stayed in the parent */
 	pthread_mutex_unlock(&open_lock);
 }
 

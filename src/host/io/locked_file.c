@@ -56,6 +56,11 @@ bool uroce_locked_files_released_by(uint64_t deadline_ns)
 	return true;
 }
 
+void uroce_locked_files_forget(void)
+{
+	atomic_store(&held, 0);
+}
+
 int uroce_locked_file_read(int fd, char *buf, size_t cap)
 {
 	size_t len = 0;

@@ -36,4 +36,8 @@ int uroce_locked_file_write(int fd, const char *buf, size_t len);
  */
 bool uroce_locked_files_released_by(uint64_t deadline_ns);
 
+/* In a forked child: what the parent's other threads held is theirs to release (their unlock
+ * releases the child's copy of the descriptor too); the child's count starts from none. */
+void uroce_locked_files_forget(void);
+
 #endif
