@@ -2,7 +2,8 @@
 /*
  * A bounded wait for a child process to end: child_end(pid, ms, &status) is 0 with the child
  * reaped and its wait status in status when it ended within ms (a pidfd polled: no sleep), -1
- * when it did not, the child then killed (SIGKILL) and reaped. Header-only.
+ * when it did not (or could not be watched or reaped), the child then killed (SIGKILL) and
+ * reaped. Header-only.
  */
 #ifndef UROCE_TESTS_CHILD_END_H
 #define UROCE_TESTS_CHILD_END_H
@@ -22,10 +23,11 @@ static inline int child_end(pid_t pid, int ms, int *status)
 
 	if (r != 1)
 		kill(pid, SIGKILL);
-	waitpid(pid, status, 0);
+	pid_t w_pid = waitpid(pid, status, 0);
+
 	if (pfd >= 0)
 		close(pfd);
-	return r == 1 ? 0 : -1;
+	return r == 1 && w_pid == pid ? 0 : -1;
 }
 
 #endif

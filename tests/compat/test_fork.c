@@ -22,10 +22,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../child_end.h"
 #include "verbs_kit.h"
 
 #define ACC (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
@@ -199,16 +199,10 @@ int main(int argc, char **argv)
 	finish_round(&a, &b);
 	CHECK_MEM_EQ(dst.buf, src.buf, 2 * NMSG * MSG);
 	/* The child ends within the deadline (one stuck on a lock of its copy is killed). */
-	int st = -1, pfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	struct pollfd w = {.fd = pfd, .events = POLLIN};
+	int st = -1;
 
-	CHECK(pfd >= 0);
-	CHECKF(poll(&w, 1, 2 * WAIT_MS) == 1, "the child did not end");
-	if (w.revents == 0)
-		kill(pid, SIGKILL);
-	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	CHECKF(child_end(pid, 2 * WAIT_MS, &st) == 0, "the child did not end");
 	CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
-	close(pfd);
 
 	/* The child is gone: nothing of the parent's went with it. */
 	struct ibv_qp_attr qa;

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "../child_end.h"
 
 #define WAIT_MS	 30000 /* a lost CM message is resent after 4.6 s (the kernel's timing) */
 #define PORT	 20500
@@ -310,24 +311,13 @@ static bool serve_child(struct rdma_event_channel *lch, int n)
 /* Wait for child pid within WAIT_MS; kill it (a hang) otherwise. Its exit status, or -1. */
 static int reap(pid_t pid)
 {
-	uint64_t end = now_ms() + WAIT_MS;
 	int st;
 
-	for (;;) {
-		pid_t r = waitpid(pid, &st, WNOHANG);
-
-		if (r == pid)
-			return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-		if (r < 0 || now_ms() > end)
-			break;
-		struct timespec ts = {0, 1000000};
-
-		nanosleep(&ts, NULL); /* a bounded poll of the child's state */
+	if (child_end(pid, WAIT_MS, &st)) {
+		fprintf(stderr, "child %d hangs: killed\n", pid);
+		return -1;
 	}
-	fprintf(stderr, "child %d hangs: killed\n", pid);
-	kill(pid, SIGKILL);
-	waitpid(pid, &st, 0);
-	return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 int main(void)
